@@ -1,0 +1,1 @@
+"""Benchmarks and real-code corpora for te-microbatch-lint (not part of the installed package)."""

@@ -1,0 +1,53 @@
+"""Plain data passed from the analysis core to its faces (flake8 plugin, codemod, CLI).
+
+Positions follow Python's ``ast``: lines are 1-based, columns are 0-based offsets in UTF-8
+bytes. That is exactly what flake8 receives from a plugin (it prints ``col + 1``), so every
+face reports the same column for the same finding.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+Position = tuple[int, int]
+"""(line, column): 1-based line, 0-based UTF-8 byte column, as in ``ast``."""
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Replace the source between ``start`` and ``end`` (exclusive) with ``replacement``."""
+
+    start: Position
+    end: Position
+    replacement: str
+
+
+@dataclass(frozen=True)
+class Fix:
+    """What the codemod would do for one finding.
+
+    ``guard_import`` is the dotted name of the guard function when the fix calls it (the
+    ``guard`` strategy): the import is added once per file. ``note`` explains a fallback,
+    for example a ``guard`` fix that had to use ``None`` because ``self`` is not in scope.
+    """
+
+    edits: tuple[Edit, ...]
+    guard_import: str | None = None
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One reported problem: where it is, what it is, and how to fix it (if we can)."""
+
+    code: str
+    message: str
+    line: int
+    col: int
+    end_line: int
+    end_col: int
+    fix: Fix | None = field(default=None, compare=False)
+
+    @property
+    def sort_key(self) -> tuple[int, int, str]:
+        return (self.line, self.col, self.code)

@@ -1,0 +1,91 @@
+"""``# noqa`` handling identical to flake8's, so that every face suppresses the same findings.
+
+The regular expressions and the matching rules are flake8's (``flake8/defaults.py``,
+``violation.py`` and ``processor.py`` of flake8 7.x): a ``# noqa`` comment applies to the
+physical line a finding is reported on, or to the whole range of a multi-line token (a
+triple-quoted string, a backslash continuation) that contains it; ``# noqa: CODES`` matches a
+code exactly or as a prefix; a line matching ``# flake8: noqa`` silences the whole file.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import tokenize
+from collections.abc import Iterable
+
+from lint_rules.findings import Finding
+
+NOQA_INLINE = re.compile(
+    r"# noqa(?::[\s]?(?P<codes>([A-Z]+[0-9]+(?:[,\s]+)?)+))?",
+    re.IGNORECASE,
+)
+NOQA_FILE = re.compile(r"\s*# flake8[:=]\s*noqa", re.I)
+_LIST_SPLIT = re.compile(r"[,\s]")
+
+
+def split_lines(text: str) -> list[str]:
+    """Physical lines with their endings, split only where Python's tokenizer splits."""
+    return re.findall(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$", text)
+
+
+def file_is_noqa(lines: Iterable[str]) -> bool:
+    """flake8 skips a file that has a line starting with ``# flake8: noqa``."""
+    return any(NOQA_FILE.match(line) for line in lines)
+
+
+def _noqa_line_mapping(lines: list[str]) -> dict[int, str]:
+    """Map each line number to the text flake8 searches for ``noqa`` (its ``processor``)."""
+    mapping: dict[int, str] = {}
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO("".join(lines)).readline))
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return {}
+    min_line = len(lines) + 2
+    max_line = -1
+    for tok_type, _, (start_line, _), (end_line, _), _ in tokens:
+        if tok_type in (tokenize.ENDMARKER, tokenize.DEDENT):
+            continue
+        min_line = min(min_line, start_line)
+        max_line = max(max_line, end_line)
+        if tok_type in (tokenize.NL, tokenize.NEWLINE):
+            joined = "".join(lines[min_line - 1 : max_line])
+            for number in range(min_line, max_line + 1):
+                mapping[number] = joined
+            min_line = len(lines) + 2
+            max_line = -1
+    return mapping
+
+
+def is_suppressed(code: str, physical_line: str) -> bool:
+    """flake8's ``Violation.is_inline_ignored`` for one code on one (joined) line."""
+    match = NOQA_INLINE.search(physical_line)
+    if match is None:
+        return False
+    codes_str = match.groupdict()["codes"]
+    if codes_str is None:
+        return True
+    codes = {item.strip() for item in _LIST_SPLIT.split(codes_str) if item.strip()}
+    return code in codes or code.startswith(tuple(codes))
+
+
+def filter_noqa(
+    findings: list[Finding], text: str, disable_noqa: bool = False
+) -> tuple[list[Finding], list[Finding]]:
+    """Split findings into (kept, suppressed) exactly as flake8 would."""
+    if disable_noqa or not findings:
+        return list(findings), []
+    if "noqa" not in text.lower():
+        return list(findings), []
+    lines = split_lines(text)
+    if file_is_noqa(lines):
+        return [], list(findings)
+    mapping = _noqa_line_mapping(lines)
+    kept: list[Finding] = []
+    suppressed: list[Finding] = []
+    for finding in findings:
+        line = mapping.get(finding.line)
+        if line is None:
+            line = lines[finding.line - 1] if 0 < finding.line <= len(lines) else ""
+        (suppressed if is_suppressed(finding.code, line) else kept).append(finding)
+    return kept, suppressed
