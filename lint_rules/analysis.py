@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 import builtins
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Union
 
 from lint_rules.findings import Edit, Finding, Fix
@@ -307,7 +307,7 @@ class _CallSite:
     key: str
     scope: Scope
     flag_node: ast.AST
-    value: ast.expr
+    fix: Fix
     exclusive_path: tuple[tuple[int, int], ...]
     target: str
 
@@ -780,8 +780,23 @@ class Analyzer:
     def run(self) -> list[Finding]:
         self._walk_body(self.tree.body, _Context(None, None, (), (), ()))
         self._report_repeated_calls()
+        self._share_fixes()
         self.findings.sort(key=lambda f: f.sort_key)
         return self.findings
+
+    def _share_fixes(self) -> None:
+        """A value that TEM005 reports gets TEM005's fix (None) under every code.
+
+        A guard does not make a module called twice safe, and one value must have one fix.
+        """
+        shared = {(f.line, f.col): f.fix for f in self.findings if f.code == "TEM005"}
+        if shared:
+            self.findings = [
+                replace(f, fix=shared[(f.line, f.col)])
+                if f.code != "TEM005" and (f.line, f.col) in shared
+                else f
+                for f in self.findings
+            ]
 
     def _walk_body(self, body: Sequence[ast.AST], ctx: _Context) -> None:
         for node in body:
@@ -875,8 +890,10 @@ class Analyzer:
         repeated = self._repeat_reason(call, ctx)
         flag_value: ast.expr | None = None
         flag_node: ast.AST | None = None
+        shared_fix: Fix | None = None  # what TEM005 does: None, whatever the strategy
         if flag_kw is not None:
             flag_value, flag_node = flag_kw.value, flag_kw
+            shared_fix = self._none_fix(flag_kw.value)
             if not guarded and not self.is_tracked(flag_kw.value, scope):
                 self._report(
                     "TEM001", flag_kw, target, self._value_fix(flag_kw.value, scope, repeated)
@@ -887,24 +904,22 @@ class Analyzer:
             if len(call.args) > index and not any(isinstance(a, ast.Starred) for a in positional):
                 arg = call.args[index]
                 flag_value, flag_node = arg, arg
+                shared_fix = self._positional_fix(call, index, scope, "shared")
                 if not guarded and not self.is_tracked(arg, scope):
                     self._report(
                         "TEM002", arg, target, self._positional_fix(call, index, scope, repeated)
                     )
         for splat in splats:
             self._check_splat(splat.value, scope, target, guarded)
-        if flag_value is not None and flag_node is not None and not _is_none(flag_value):
-            if repeated:
-                self._report("TEM005", flag_node, target, self._none_fix(flag_value), why=repeated)
-            elif ctx.scope is not None:
-                key = ast.dump(call.func)
-                site = (
-                    _CallSite(key, scope, flag_node, flag_value, ctx.exclusive_path, target)
-                    if scope
-                    else None
-                )
-                if site is not None:
-                    self.sites.setdefault(id(ctx.scope[0]), []).append(site)
+        if flag_node is None or flag_value is None or _is_none(flag_value) or shared_fix is None:
+            return
+        if repeated:
+            self._report("TEM005", flag_node, target, shared_fix, why=repeated)
+        elif ctx.scope is not None and scope is not None:
+            site = _CallSite(
+                ast.dump(call.func), scope, flag_node, shared_fix, ctx.exclusive_path, target
+            )
+            self.sites.setdefault(id(ctx.scope[0]), []).append(site)
 
     def scope_of(self, ctx: _Context) -> Scope | None:
         """The (lazily built) scope of the function the walk is in, chained to its parents."""
@@ -1026,9 +1041,7 @@ class Analyzer:
                         continue
                     line = others[0].flag_node.lineno  # type: ignore[attr-defined]
                     why = f"also called at line {line}"
-                    self._report(
-                        "TEM005", site.flag_node, site.target, self._none_fix(site.value), why=why
-                    )
+                    self._report("TEM005", site.flag_node, site.target, site.fix, why=why)
 
     # -- fixes ------------------------------------------------------------------------------------
 

@@ -137,6 +137,8 @@ class MicrobatchHazardWarning(RuntimeWarning):
     """Category of the warnings issued with ``on_hazard="warn"``, for ``warnings`` filters."""
 
 
+_Call = tuple[int, int, Any]
+"""(index, microbatch, value): a ``FlagCall`` before it is needed (tuples are cheaper)."""
 OnHazard = Union[str, Callable[[Hazard], Any]]
 ModuleFilter = Callable[[str, "torch.nn.Module"], bool]
 
@@ -212,9 +214,9 @@ class _Watch:
     def reset(self, generation: int) -> None:
         self.generation = generation
         self.count = 0
-        self.calls: list[FlagCall] = []
+        self.calls: list[_Call] = []
         self.microbatch = -1
-        self.mb_calls: list[FlagCall] = []
+        self.mb_calls: list[_Call] = []
         self.mb_count = 0
         self.mb_non_none = False
         self.reported: set[str] = set()
@@ -443,31 +445,35 @@ class MicrobatchMonitor:
         return hook
 
     def _record(self, watch: _Watch, value: Any) -> None:
-        """Count one call and report the patterns it completes."""
+        """Count one call and report the patterns it completes (the hot path: kept lean)."""
         if watch.generation != self._generation:
             watch.reset(self._generation)
+        microbatch = self._microbatch
         self._microbatch_used = True
-        call = FlagCall(watch.count, self._microbatch, value)
-        watch.count += 1
-        if len(watch.calls) < _MAX_KEPT_CALLS:
+        index = watch.count
+        watch.count = index + 1
+        call = (index, microbatch, value)
+        if index < _MAX_KEPT_CALLS:
             watch.calls.append(call)
-        if watch.microbatch != self._microbatch:
-            watch.microbatch = self._microbatch
-            watch.mb_calls = []
-            watch.mb_count = 0
-            watch.mb_non_none = False
-        watch.mb_count += 1
-        if len(watch.mb_calls) < _MAX_KEPT_CALLS:
-            watch.mb_calls.append(call)
-        if value is not None:
-            watch.mb_non_none = True
-        if watch.mb_count > 1 and watch.mb_non_none and REPEATED_CALL not in watch.reported:
-            self._report(watch, REPEATED_CALL, watch.mb_calls, watch.mb_count, call)
-        if call.index > 0 and _is_true(value) and TRUE_AFTER_FIRST not in watch.reported:
-            self._report(watch, TRUE_AFTER_FIRST, watch.calls, watch.count, call)
+        if watch.microbatch != microbatch:  # first call in this microbatch: the usual case
+            watch.microbatch = microbatch
+            watch.mb_calls = [call]
+            watch.mb_count = 1
+            watch.mb_non_none = value is not None
+        else:
+            watch.mb_count += 1
+            if len(watch.mb_calls) < _MAX_KEPT_CALLS:
+                watch.mb_calls.append(call)
+            if value is not None:
+                watch.mb_non_none = True
+            if watch.mb_non_none and REPEATED_CALL not in watch.reported:
+                self._report(watch, REPEATED_CALL, watch.mb_calls, watch.mb_count, call)
+        if index and (value is True or (type(value) is int and value)):  # see _is_true
+            if TRUE_AFTER_FIRST not in watch.reported:
+                self._report(watch, TRUE_AFTER_FIRST, watch.calls, watch.count, call)
 
     def _report(
-        self, watch: _Watch, kind: str, kept: list[FlagCall], total: int, trigger: FlagCall
+        self, watch: _Watch, kind: str, kept: list[_Call], total: int, trigger: _Call
     ) -> None:
         calls = list(kept)
         if calls[-1] is not trigger:
@@ -491,7 +497,7 @@ class MicrobatchMonitor:
             aliases=watch.aliases,
             module_type=type(watch.module).__name__,
             step=self.step_index,
-            calls=tuple(calls),
+            calls=tuple(FlagCall(*call) for call in calls),
             omitted=total - len(calls),
             covered_by=covered_by,
         )
