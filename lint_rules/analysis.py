@@ -45,6 +45,15 @@ _CONTAINER_FACTORIES = frozenset(
 )
 _NON_TE_BASE_PREFIXES = ("torch.", "builtins.", "typing.", "abc.", "enum.", "dataclasses.")
 _BUILTIN_NAMES = frozenset(dir(builtins))
+_LEAVES = frozenset(
+    {ast.Name, ast.Constant, ast.Load, ast.Store, ast.Del, ast.alias, ast.Pass, ast.Break}
+    | {ast.Continue, ast.Global, ast.Nonlocal, ast.Import, ast.ImportFrom}
+    | {type(op) for op in (ast.Add(), ast.Sub(), ast.Mult(), ast.Div(), ast.Mod(), ast.Pow())}
+    | {ast.And, ast.Or, ast.Not, ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Is}
+    | {ast.IsNot, ast.In, ast.NotIn, ast.USub, ast.UAdd, ast.Invert, ast.FloorDiv, ast.MatMult}
+    | {ast.BitAnd, ast.BitOr, ast.BitXor, ast.LShift, ast.RShift}
+)
+"""Nodes that can never contain a call: the walk does not descend into them."""
 _WRAP_IN_PARENS = (ast.Lambda, ast.IfExp, ast.NamedExpr, ast.Yield, ast.YieldFrom, ast.Starred)
 
 
@@ -328,6 +337,7 @@ class Analyzer:
         self.reported_keys: set[int] = set()
         self.resolving: set[int] = set()
         self.sites: dict[int, list[_CallSite]] = {}
+        self.memo: dict[tuple[str, int, str], Any] = {}
         guard_import = settings.guard_import
         self.guards = tuple(dict.fromkeys((*settings.guard_functions, guard_import)))
         self._collect_module()
@@ -335,24 +345,24 @@ class Analyzer:
     # -- module set-up ------------------------------------------------------------------------
 
     def _collect_module(self) -> None:
-        for node in ast.walk(self.tree):
-            if isinstance(node, ast.Import):
-                for alias in node.names:
-                    if alias.asname:
-                        self.aliases[alias.asname] = alias.name
-                    else:
-                        root = alias.name.split(".")[0]
-                        self.aliases.setdefault(root, root)
-            elif isinstance(node, ast.ImportFrom):
-                module = "." * node.level + (node.module or "")
-                for alias in node.names:
-                    if alias.name != "*":
-                        self.aliases[alias.asname or alias.name] = f"{module}.{alias.name}"
+        """Module-level names only; imports inside functions live in their scopes."""
         for stmt in self.tree.body:
             self._collect_module_stmt(stmt)
 
     def _collect_module_stmt(self, stmt: ast.stmt) -> None:
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        if isinstance(stmt, ast.Import):
+            for alias in stmt.names:
+                if alias.asname:
+                    self.aliases[alias.asname] = alias.name
+                else:
+                    root = alias.name.split(".")[0]
+                    self.aliases.setdefault(root, root)
+        elif isinstance(stmt, ast.ImportFrom):
+            module = "." * stmt.level + (stmt.module or "")
+            for alias in stmt.names:
+                if alias.name != "*":
+                    self.aliases[alias.asname or alias.name] = f"{module}.{alias.name}"
+        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             self.module_functions.add(stmt.name)
         elif isinstance(stmt, ast.ClassDef):
             self.module_classes[stmt.name] = stmt
@@ -362,7 +372,7 @@ class Analyzer:
                     self.module_assigns.setdefault(target.id, []).append(stmt.value)
         elif isinstance(stmt, ast.AnnAssign) and stmt.value and isinstance(stmt.target, ast.Name):
             self.module_assigns.setdefault(stmt.target.id, []).append(stmt.value)
-        elif isinstance(stmt, (ast.If, ast.Try)) or type(stmt).__name__ == "TryStar":
+        elif isinstance(stmt, (ast.If, ast.Try, ast.With)) or type(stmt).__name__ == "TryStar":
             for child in ast.iter_child_nodes(stmt):
                 if isinstance(child, ast.stmt):
                     self._collect_module_stmt(child)
@@ -421,7 +431,11 @@ class Analyzer:
 
     def class_te_base(self, node: ast.ClassDef, seen: set[int] | None = None) -> str | None:
         """The TE module class this in-file class derives from, if any."""
-        seen = seen or set()
+        if seen is None:
+            key = ("class_te_base", id(node), "")
+            if key not in self.memo:
+                self.memo[key] = self.class_te_base(node, set())
+            return self.memo[key]
         if id(node) in seen:
             return None
         seen.add(id(node))
@@ -437,7 +451,11 @@ class Analyzer:
 
     def class_may_be_te(self, node: ast.ClassDef, seen: set[int] | None = None) -> bool:
         """True when a base is imported from a module we cannot see (maybe a TE subclass)."""
-        seen = seen or set()
+        if seen is None:
+            key = ("class_may_be_te", id(node), "")
+            if key not in self.memo:
+                self.memo[key] = self.class_may_be_te(node, set())
+            return self.memo[key]
         if id(node) in seen:
             return False
         seen.add(id(node))
@@ -606,7 +624,11 @@ class Analyzer:
 
     def self_attribute(self, cls: ast.ClassDef, attr: str, seen: set[int] | None = None) -> Kind:
         """``self.attr``: a method (not TE), or what the class's methods assign to it."""
-        seen = seen or set()
+        if seen is None:
+            key = ("self_attribute", id(cls), attr)
+            if key not in self.memo:
+                self.memo[key] = self.self_attribute(cls, attr, set())
+            return self.memo[key]
         if id(cls) in seen:
             return UNKNOWN
         seen.add(id(cls))
@@ -861,8 +883,14 @@ class Analyzer:
             return
         if isinstance(node, ast.Call):
             self._check_call(node, ctx)
-        for child in ast.iter_child_nodes(node):
-            self._walk(child, ctx)
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if isinstance(value, list):
+                for item in value:
+                    if isinstance(item, ast.AST) and type(item) not in _LEAVES:
+                        self._walk(item, ctx)
+            elif isinstance(value, ast.AST) and type(value) not in _LEAVES:
+                self._walk(value, ctx)
 
     # -- the rules ------------------------------------------------------------------------------
 
