@@ -13,7 +13,7 @@ import ast
 import builtins
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Union
+from typing import Any, Union
 
 from lint_rules.findings import Edit, Finding, Fix
 from lint_rules.rules import (
