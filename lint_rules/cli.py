@@ -14,10 +14,8 @@ stderr with its reason and the other files are still processed).
 from __future__ import annotations
 
 import argparse
-import difflib
 import fnmatch
 import functools
-import json
 import os
 import re
 import sys
@@ -136,10 +134,10 @@ def discover(
 
 
 def _forced_out(path: str, patterns: Sequence[ExcludePattern], is_dir: bool = False) -> bool:
-    relative = os.path.relpath(os.path.abspath(path))
-    parts = Path(relative).parts
-    folders = parts if is_dir else parts[:-1]
-    if any(part != ".." and _skipped_dir(part) for part in folders if part != "."):
+    relative = Path(os.path.relpath(os.path.abspath(path)))
+    folders = relative.parts if is_dir else relative.parts[:-1]
+    inside = ".." not in folders  # the skipped-directory names apply below the cwd only
+    if inside and any(_skipped_dir(part) for part in folders if part != "."):
         return True
     return _excluded(path, patterns, is_dir=is_dir)
 
@@ -150,33 +148,33 @@ def _walk(
     add: Callable[[str], None],
     errors: list[tuple[str, str]],
 ) -> None:
-    stack = [root]
-    while stack:
-        folder = stack.pop()
+    """Depth first in name order, a directory's contents at its place among its siblings."""
+    stack: list[Iterator[os.DirEntry[str]]] = []
+
+    def enter(folder: str) -> None:
         try:
             with os.scandir(folder) as scan:
-                entries = sorted(scan, key=lambda entry: entry.name)
+                stack.append(iter(sorted(scan, key=lambda entry: entry.name)))
         except OSError as error:
             errors.append((folder, f"cannot list directory: {error.strerror or error}"))
+
+    enter(root)
+    while stack:
+        entry = next(stack[-1], None)
+        if entry is None:
+            stack.pop()
             continue
-        subfolders = []
-        for entry in entries:
-            path = os.path.join(folder, entry.name)
-            try:
-                is_dir = entry.is_dir(follow_symlinks=False)
-                is_file = not is_dir and entry.is_file()
-            except OSError:
-                is_dir = is_file = False
-            if is_dir:
-                if not _skipped_dir(entry.name) and not _excluded(path, patterns, is_dir=True):
-                    subfolders.append(path)
-            elif (
-                is_file
-                and entry.name.endswith(SOURCE_SUFFIXES)
-                and not _excluded(path, patterns)
-            ):
-                add(path)
-        stack.extend(reversed(subfolders))  # depth first, in name order
+        path = entry.path
+        try:
+            is_dir = entry.is_dir(follow_symlinks=False)
+            is_file = not is_dir and entry.is_file()
+        except OSError:
+            continue
+        if is_dir:
+            if not _skipped_dir(entry.name) and not _excluded(path, patterns, is_dir=True):
+                enter(path)
+        elif is_file and entry.name.endswith(SOURCE_SUFFIXES) and not _excluded(path, patterns):
+            add(path)
 
 
 # ---------------------------------------------------------------------------- per-file workers
@@ -297,10 +295,13 @@ def check_file(job: Job, path: str) -> Outcome:
 def fix_file(job: Job, path: str) -> Outcome:
     """Fix one file: write it (mode ``write``), or only say what would change."""
     from lint_rules.fileio import read_source, write_source_atomic
-    from lint_rules.fixing import fix_source
+    from lint_rules.fixing import FixError, fix_source
 
     source = read_source(path)
-    result = fix_source(source.text, job.settings, disable_noqa=job.disable_noqa)
+    try:
+        result = fix_source(source.text, job.settings, disable_noqa=job.disable_noqa)
+    except FixError as error:
+        return Outcome(path, error=f"not fixed: {error}")
     notes = tuple(result.notes)
     if not result.changed or result.text == source.text:
         return Outcome(path, notes=notes)
@@ -312,6 +313,8 @@ def fix_file(job: Job, path: str) -> Outcome:
 
 def unified_diff(old: str, new: str, path: str) -> str:
     """A ``git apply``-able unified diff; newlines stay as in the file."""
+    import difflib
+
     name = os.path.normpath(path)
     before, after = (name, name) if os.path.isabs(name) else (f"a/{name}", f"b/{name}")
     lines = difflib.unified_diff(_keepends(old), _keepends(new), fromfile=before, tofile=after)
@@ -384,6 +387,8 @@ def format_text(findings: Sequence[Reported]) -> str:
 
 
 def format_json(findings: Sequence[Reported]) -> str:
+    import json
+
     keys = ("path", "code", "message", "line", "column", "end_line", "end_column", "fixable")
     rows = [{key: getattr(f, key) for key in keys} for f in findings]
     return json.dumps(rows, indent=2) + "\n"
@@ -416,14 +421,13 @@ def format_github(findings: Sequence[Reported]) -> str:
 
 def _rule_descriptions() -> dict[str, tuple[str, str]]:
     """(short, full) text of each rule, from the message templates in ``rules.MESSAGES``."""
-    from lint_rules.rules import MESSAGES
+    from lint_rules.rules import MESSAGES, SUMMARIES
 
     described = {}
     for code, template in sorted(MESSAGES.items()):
         full = re.sub(r"\{(\w+)\}", r"<\1>", template)
-        full = full[len(code) :].strip() if full.startswith(code) else full
-        short = re.split(r": ", full, maxsplit=1)[0]
-        described[code] = (short, full)
+        full = full.replace(code, "", 1).strip() if full.startswith(code) else full
+        described[code] = (SUMMARIES[code], full)
     return described
 
 
@@ -438,6 +442,8 @@ def _artifact_uri(path: str) -> str:
 
 def format_sarif(findings: Sequence[Reported], errors: Sequence[tuple[str, str]]) -> str:
     """SARIF 2.1.0 for code scanning; regions in characters (``unicodeCodePoints``)."""
+    import json
+
     descriptions = _rule_descriptions()
     codes = list(descriptions)
     for extra in sorted({f.code for f in findings} - set(codes)):
@@ -479,9 +485,7 @@ def format_sarif(findings: Sequence[Reported], errors: Sequence[tuple[str, str]]
         {
             "level": "error",
             "message": {"text": reason},
-            "locations": [
-                {"physicalLocation": {"artifactLocation": {"uri": _artifact_uri(path)}}}
-            ],
+            "locations": [{"physicalLocation": {"artifactLocation": {"uri": _artifact_uri(path)}}}],
         }
         for path, reason in errors
     ]
@@ -561,21 +565,37 @@ def build_parser() -> argparse.ArgumentParser:
         help="pyproject.toml to read [tool.te-microbatch-lint] from "
         "(default: the nearest one above the paths)",
     )
-    common.add_argument(
-        "--isolated", action="store_true", help="ignore every configuration file"
-    )
+    common.add_argument("--isolated", action="store_true", help="ignore every configuration file")
     common.add_argument(
         "--te-guard-functions",
         metavar="NAMES",
         help="extra tracking-guard functions, comma separated (added to the defaults)",
     )
-    common.add_argument("--te-unresolved", choices=UNRESOLVED_CHOICES, default=None)
-    common.add_argument("--fix-strategy", choices=STRATEGY_CHOICES, default=None)
-    common.add_argument("--guard-import", metavar="DOTTED.NAME", default=None)
-    common.add_argument("--guard-config", metavar="EXPR", default=None)
     common.add_argument(
-        "--disable-noqa", action="store_true", help="ignore `# noqa` comments"
+        "--te-unresolved",
+        choices=UNRESOLVED_CHOICES,
+        default=None,
+        help="report (default) or ignore calls whose callee cannot be resolved",
     )
+    common.add_argument(
+        "--fix-strategy",
+        choices=STRATEGY_CHOICES,
+        default=None,
+        help="none (default): the value becomes None; guard: `v if GUARD(CONFIG) else None`",
+    )
+    common.add_argument(
+        "--guard-import",
+        metavar="DOTTED.NAME",
+        default=None,
+        help="GUARD for the guard strategy, imported once per file",
+    )
+    common.add_argument(
+        "--guard-config",
+        metavar="EXPR",
+        default=None,
+        help="CONFIG for the guard strategy (default: self.config)",
+    )
+    common.add_argument("--disable-noqa", action="store_true", help="ignore `# noqa` comments")
     common.add_argument("--quiet", "-q", action="store_true", help="no progress or summary")
 
     parser = argparse.ArgumentParser(
@@ -594,11 +614,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     check.add_argument("--format", choices=FORMATS, default="text")
     check.add_argument(
-        "--select", metavar="CODES", help="report only codes starting with these (comma list)"
+        "--exit-zero",
+        action="store_true",
+        help="exit 0 even when there are findings (2 is still returned for errors)",
     )
     check.add_argument(
-        "--ignore", metavar="CODES", help="do not report codes starting with these"
+        "--select", metavar="CODES", help="report only codes starting with these (comma list)"
     )
+    check.add_argument("--ignore", metavar="CODES", help="do not report codes starting with these")
     fix = commands.add_parser(
         "fix",
         parents=[common],
@@ -607,9 +630,7 @@ def build_parser() -> argparse.ArgumentParser:
         "nothing to fix are not touched). Exit 0: done, 1: --check found something to fix, "
         "2: usage error or a file that could not be read, parsed or written.",
     )
-    fix.add_argument(
-        "--diff", action="store_true", help="print a unified diff and write nothing"
-    )
+    fix.add_argument("--diff", action="store_true", help="print a unified diff and write nothing")
     fix.add_argument(
         "--check",
         action="store_true",
@@ -639,9 +660,7 @@ def configure(args: argparse.Namespace) -> Configuration:
             start = os.getcwd()
         pyproject = find_pyproject(Path(start))
     overrides: dict[str, Any] = {
-        "guard_functions": split_list(args.te_guard_functions)
-        if args.te_guard_functions
-        else None,
+        "guard_functions": split_list(args.te_guard_functions) if args.te_guard_functions else None,
         "unresolved": args.te_unresolved,
         "fix_strategy": args.fix_strategy,
         "guard_import": args.guard_import,
@@ -708,7 +727,7 @@ def run_check(args: argparse.Namespace, config: Configuration, discovery: Discov
     _report_errors(errors)
     if errors:
         return EXIT_ERROR
-    return EXIT_FINDINGS if findings else EXIT_CLEAN
+    return EXIT_FINDINGS if findings and not args.exit_zero else EXIT_CLEAN
 
 
 def run_fix(args: argparse.Namespace, config: Configuration, discovery: Discovery) -> int:

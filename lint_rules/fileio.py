@@ -300,12 +300,15 @@ def _fsync_directory(directory: str) -> None:
         os.close(fd)
 
 
-def _is_read_only(target: str, mode: int) -> bool:
-    # Root passes os.access() for a 0o444 file, so the mode bits decide too: a file nobody may
-    # write is one its owner meant to protect.
-    return not (mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH)) or not os.access(
-        target, os.W_OK
-    )
+def _write_refusal(target: str, mode: int) -> str | None:
+    """Why the file must not be written, or None."""
+    # Root passes os.access() for a 0o444 file, so the mode bits decide first: a file nobody
+    # may write is one its owner meant to protect.
+    if not mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
+        return "file is read-only; not written"
+    if not os.access(target, os.W_OK):
+        return "permission denied (no write permission); not written"
+    return None
 
 
 def write_source_atomic(source: SourceFile, new_text: str) -> None:
@@ -332,8 +335,9 @@ def write_source_atomic(source: SourceFile, new_text: str) -> None:
         raise SourceError(name, _os_reason(error)) from None
     if not stat.S_ISREG(info.st_mode):
         raise SourceError(name, "not a regular file")
-    if _is_read_only(target, info.st_mode):
-        raise SourceError(name, "file is read-only; not written")
+    refusal = _write_refusal(target, info.st_mode)
+    if refusal is not None:
+        raise SourceError(name, refusal)
     try:
         with open(target, "rb") as handle:
             current = handle.read() if info.st_size == len(source.raw) else None
@@ -358,7 +362,10 @@ def write_source_atomic(source: SourceFile, new_text: str) -> None:
         try:
             try:
                 _write_all(fd, data)
-                os.fchmod(fd, stat.S_IMODE(info.st_mode))
+                if hasattr(os, "fchmod"):
+                    os.fchmod(fd, stat.S_IMODE(info.st_mode))
+                else:  # pragma: no cover - Windows before 3.13
+                    os.chmod(temp, stat.S_IMODE(info.st_mode))
                 if hasattr(os, "fchown") and (
                     info.st_uid != os.geteuid() or info.st_gid != os.getegid()
                 ):

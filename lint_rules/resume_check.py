@@ -98,6 +98,9 @@ DETERMINISM_ENV: dict[str, str] = {
     # TE's switch for its own nondeterministic kernels (for example in attention backward).
     "NVTE_ALLOW_NONDETERMINISTIC_ALGO": "0",
     "PYTHONHASHSEED": "0",
+    # One intra-op thread (see make_deterministic); also keeps parallel legs from fighting
+    # over a small CI runner's cores.
+    "OMP_NUM_THREADS": "1",
 }
 """Environment every leg runs with (set before torch initialises CUDA)."""
 
@@ -110,12 +113,22 @@ class LegError(RuntimeError):
 # Set-up
 
 
-def make_deterministic(seed: int, *, threads: int | None = 1) -> None:
+def make_deterministic(
+    seed: int,
+    *,
+    device: str = "cpu",
+    threads: int | None = 1,
+    deterministic_algorithms: bool = True,
+) -> None:
     """Seed every RNG and ask torch for deterministic kernels.
 
-    ``threads=1`` by default: CPU reductions can split work differently with another thread
-    count, and the legs of one check must agree with each other, not be fast. Pass ``None``
-    to keep torch's default.
+    ``torch.use_deterministic_algorithms(True)`` makes torch raise on a kernel that has no
+    deterministic implementation instead of silently varying between legs (those are
+    accelerator kernels; ``device`` is recorded for the error message only). ``threads=1`` by
+    default: CPU reductions can split work differently with another thread count, and the legs
+    of one check must agree with each other, not be fast. Pass ``None`` to keep torch's
+    default. (In torch 2.x both this call and the first ``torch.optim`` optimizer import
+    ``torch._dynamo``, about two CPU seconds per leg; that is most of a tiny leg's cost.)
     """
     for key, value in DETERMINISM_ENV.items():
         os.environ.setdefault(key, value)
@@ -125,10 +138,11 @@ def make_deterministic(seed: int, *, threads: int | None = 1) -> None:
     torch.manual_seed(seed)  # also seeds every CUDA device
     if threads is not None:
         torch.set_num_threads(threads)
-    try:
-        torch.use_deterministic_algorithms(True)
-    except (AttributeError, RuntimeError):  # pragma: no cover - very old torch
-        pass
+    if deterministic_algorithms and hasattr(torch, "use_deterministic_algorithms"):
+        try:
+            torch.use_deterministic_algorithms(True)
+        except RuntimeError as error:  # pragma: no cover - depends on the torch build
+            raise RuntimeError(f"cannot make {device} runs deterministic: {error}") from error
     if hasattr(torch.backends, "cudnn"):
         torch.backends.cudnn.benchmark = False
         torch.backends.cudnn.deterministic = True
@@ -138,8 +152,10 @@ def load_factory(spec: str) -> Callable[..., Any]:
     """Resolve ``module.path:callable`` or ``path/to/file.py:callable`` to the callable."""
     target, sep, attr = spec.rpartition(":")
     if not sep or not target or not attr:
-        raise ValueError(f"factory must look like 'module:callable' or 'file.py:callable': {spec!r}")
-    if target.endswith(".py") or os.sep in target or "/" in target:
+        raise ValueError(
+            f"factory must look like 'module:callable' or 'file.py:callable': {spec!r}"
+        )
+    if _is_file_spec(target):
         path = Path(target).resolve()
         if not path.is_file():
             raise FileNotFoundError(f"factory file not found: {path}")
@@ -214,7 +230,7 @@ def build_setup(
     threads: int | None = 1,
 ) -> ResumeSetup:
     """Make the process deterministic, then call the factory (a spec string or a callable)."""
-    make_deterministic(seed, threads=threads)
+    make_deterministic(seed, device=device, threads=threads)
     fn = load_factory(factory) if isinstance(factory, str) else factory
     return _as_setup(fn(device=device, seed=seed, **dict(factory_kwargs or {})))
 
@@ -308,9 +324,21 @@ def _rng_tensors(state: Mapping[str, Any]) -> dict[str, torch.Tensor]:
 
 
 def _torch_load(path: str | Path) -> Any:
+    """Load a checkpoint or leg output (tensors, dicts, numbers) onto the CPU.
+
+    ``weights_only=True`` first. A model's ``state_dict`` may carry non-tensor extra state
+    (TE modules keep FP8 metadata in ``_extra_state``; older TE releases as a ``BytesIO``),
+    which that loader refuses; these are files the harness itself wrote into the work folder,
+    so it then retries with the full unpickler.
+    """
+    import pickle
+
     import torch
 
-    return torch.load(path, map_location="cpu", weights_only=True)
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError:
+        return torch.load(path, map_location="cpu", weights_only=False)
 
 
 def save_checkpoint(
@@ -451,9 +479,12 @@ def _value_detail(a: torch.Tensor, b: torch.Tensor) -> str:
 def compare_states(
     a: Mapping[str, torch.Tensor], b: Mapping[str, torch.Tensor]
 ) -> list[TensorDiff]:
-    """Bitwise comparison of two name -> tensor maps; one entry per differing name, sorted."""
+    """Bitwise comparison of two name -> tensor maps: one entry per differing name.
+
+    Sorted gradient buffers first, then parameters, optimizer state, buffers and RNG state.
+    """
     diffs: list[TensorDiff] = []
-    for name in sorted(set(a) | set(b)):
+    for name in sorted(set(a) | set(b), key=_report_order):
         if name not in a:
             diffs.append(TensorDiff(name, "missing in A"))
         elif name not in b:
@@ -469,13 +500,24 @@ def compare_states(
     return diffs
 
 
+_KIND_ORDER = {"main_grad": 0, "grad": 1, "param": 2, "optim": 3, "buffer": 4, "rng": 5}
+
+
+def _report_order(name: str) -> tuple[int, str]:
+    """Sort key: the gradient buffers first, since that is where a lost gradient shows first."""
+    kind, sep, _ = name.partition(":")
+    return (_KIND_ORDER.get(kind, 9) if sep else 9, name)
+
+
 def first_divergence(
     a: Mapping[int, Mapping[str, str]], b: Mapping[int, Mapping[str, str]]
 ) -> tuple[int, list[str]] | None:
     """The first step (of those both recorded) whose digests differ, and the tensors that do."""
     for step in sorted(set(a) & set(b)):
         da, db = a[step], b[step]
-        names = sorted(n for n in set(da) | set(db) if da.get(n) != db.get(n))
+        names = sorted(
+            (n for n in set(da) | set(db) if da.get(n) != db.get(n)), key=_report_order
+        )
         if names:
             return step, names
     return None
@@ -582,6 +624,18 @@ class ResumeCheckResult:
         return "\n".join(parts)
 
 
+def _is_file_spec(target: str) -> bool:
+    return target.endswith(".py") or os.sep in target or "/" in target
+
+
+def _absolute_spec(spec: str) -> str:
+    """Make a ``file.py:callable`` spec absolute: the legs run with the work folder as cwd."""
+    target, sep, attr = spec.rpartition(":")
+    if sep and _is_file_spec(target):
+        return f"{Path(target).resolve()}:{attr}"
+    return spec
+
+
 def _leg_argv(
     factory: str,
     steps: int,
@@ -616,7 +670,9 @@ def _finish(name: str, proc: subprocess.Popen[str], timeout: float) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         output, _ = proc.communicate()
-        raise LegError(f"leg {name} timed out after {timeout}s: {proc.args}\n{output[-3000:]}")
+        raise LegError(
+            f"leg {name} timed out after {timeout}s: {proc.args}\n{output[-3000:]}"
+        ) from None
     if proc.returncode != 0:
         raise LegError(
             f"leg {name} failed with exit status {proc.returncode}: "
@@ -648,9 +704,18 @@ def run_resume_check(
     """
     if not 0 < resume_at < steps:
         raise ValueError(f"need 0 < resume_at < steps, got resume_at={resume_at}, steps={steps}")
-    work = Path(workdir)
+    work = Path(workdir).resolve()
     work.mkdir(parents=True, exist_ok=True)
+    factory = _absolute_spec(factory)
     leg_env = {**os.environ, **DETERMINISM_ENV, **dict(env or {})}
+    # The legs must import this package even from a source checkout that is not installed.
+    package_root = str(Path(__file__).resolve().parents[1])
+    leg_env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (package_root, leg_env.get("PYTHONPATH", "")) if p
+    )
+    # Same working directory as the caller, so a `module:callable` factory that is importable
+    # here (python -m puts the cwd on sys.path) is importable in the legs too.
+    cwd = Path.cwd()
     kwargs = dict(factory_kwargs or {})
     ckpt = work / "B.ckpt.pt"
     argvs = {
@@ -675,17 +740,17 @@ def run_resume_check(
     first_wave = ["A", "A'", "B"] if repeat_a else ["A", "B"]
     if parallel:
         started = time.perf_counter()
-        procs = {name: _start(argvs[name], leg_env, work) for name in first_wave}
+        procs = {name: _start(argvs[name], leg_env, cwd) for name in first_wave}
         for name in first_wave:
             _finish(name, procs[name], timeout)
             seconds[name] = time.perf_counter() - started
     else:
         for name in first_wave:
             started = time.perf_counter()
-            _finish(name, _start(argvs[name], leg_env, work), timeout)
+            _finish(name, _start(argvs[name], leg_env, cwd), timeout)
             seconds[name] = time.perf_counter() - started
     started = time.perf_counter()
-    _finish("C", _start(c_argv, leg_env, work), timeout)
+    _finish("C", _start(c_argv, leg_env, cwd), timeout)
     seconds["C"] = time.perf_counter() - started
     a_vs_c = compare_leg_outputs(work / "A.pt", work / "C.pt", label_a="A", label_b="C")
     a_vs_a = (

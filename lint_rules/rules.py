@@ -39,6 +39,15 @@ MESSAGES: dict[str, str] = {
     ),
 }
 
+SUMMARIES: dict[str, str] = {
+    "TEM001": "Untracked is_first_microbatch passed by keyword to a TE module",
+    "TEM002": "Untracked is_first_microbatch passed positionally to a TE module",
+    "TEM003": "Untracked is_first_microbatch reaches a TE module through **kwargs",
+    "TEM004": "is_first_microbatch passed to a TE callable that does not accept it",
+    "TEM005": "Non-None is_first_microbatch passed to a TE module called more than once per step",
+}
+"""One line per rule, for rule listings (SARIF ``shortDescription``, docs)."""
+
 FIXABLE_CODES = frozenset({"TEM001", "TEM002", "TEM003", "TEM005"})
 """TEM004 has no automatic fix: removing an argument changes what the user meant."""
 

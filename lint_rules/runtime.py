@@ -154,11 +154,6 @@ def _show(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def _is_true(value: Any) -> bool:
-    """True for ``True`` and non-zero ints; tensors count as unknown (reading one would sync)."""
-    return value is True or (type(value) is int and value != 0)
-
-
 def _flag_position(forward: Callable[..., Any]) -> tuple[int | None, Any] | None:
     """Where ``forward`` takes the flag: (positional index or None, default), or None if not.
 
@@ -261,7 +256,7 @@ class MicrobatchMonitor:
         optimizer: Any = None,
         include: ModuleFilter | None = None,
     ) -> None:
-        import torch  # noqa: F401 - fail early and clearly when torch is missing
+        import torch  # fail early and clearly when torch is missing
 
         if not (callable(on_hazard) or on_hazard in ("raise", "warn")):
             raise ValueError(f"on_hazard must be 'raise', 'warn' or a callable, not {on_hazard!r}")
@@ -276,6 +271,7 @@ class MicrobatchMonitor:
         self._roots = self._as_roots(model)
         self._watches: list[_Watch] = []
         self._handles: list[Any] = []
+        self._optimizers: list[Any] = []
         self._optimizer_handles: list[Any] = []
         self.hazards: list[Hazard] = []
         self.hazard_count = 0
@@ -287,6 +283,7 @@ class MicrobatchMonitor:
         self._root_counts = True
         self._reported_paths: dict[str, list[str]] = {}
         self._in_backward = _backward_probe()
+        self._is_grad_enabled = torch.is_grad_enabled
         if optimizer is not None:
             optimizers = optimizer if isinstance(optimizer, (list, tuple)) else [optimizer]
             for opt in optimizers:
@@ -327,12 +324,14 @@ class MicrobatchMonitor:
         for watch in self._watches:
             hook = self._make_hook(watch)
             self._handles.append(watch.module.register_forward_pre_hook(hook, with_kwargs=True))
+        for optimizer in self._optimizers:
+            self._optimizer_handles.append(self._hook_optimizer(optimizer))
         if not self._handles:  # nothing watched and manual boundaries: still mark as attached
             self._handles.append(_NullHandle())
         return self
 
     def detach(self) -> None:
-        """Remove every hook, the optimizer hooks included."""
+        """Remove every hook, the optimizer hooks included (``attach`` adds them back)."""
         for handle in self._handles + self._optimizer_handles:
             handle.remove()
         self._handles = []
@@ -388,30 +387,30 @@ class MicrobatchMonitor:
             self._microbatch += 1
             self._microbatch_used = False
 
-    def attach_optimizer(self, optimizer: Any) -> Any:
-        """Call ``step()`` after every ``optimizer.step()``; the hook goes away on ``detach``.
+    def attach_optimizer(self, optimizer: Any) -> None:
+        """Call ``step()`` after every ``optimizer.step()`` while the monitor is attached.
 
         Needs ``torch.optim.Optimizer.register_step_post_hook``; for an optimizer wrapper
         without it (Megatron-Core's ``MegatronOptimizer``), call ``step()`` yourself.
         """
-        register = getattr(optimizer, "register_step_post_hook", None)
-        if register is None:
+        if getattr(optimizer, "register_step_post_hook", None) is None:
             raise TypeError(
                 f"{type(optimizer).__name__} has no register_step_post_hook; "
                 "call MicrobatchMonitor.step() after each optimizer step instead"
             )
-        handle = register(lambda *_args: self.step())
-        self._optimizer_handles.append(handle)
-        return handle
+        self._optimizers.append(optimizer)
+        if self.attached:
+            self._optimizer_handles.append(self._hook_optimizer(optimizer))
+
+    def _hook_optimizer(self, optimizer: Any) -> Any:
+        return optimizer.register_step_post_hook(lambda *_args: self.step())
 
     # -- hooks -------------------------------------------------------------------------------
 
     def _root_enter(self, module: Any, args: Any) -> None:
-        import torch
-
         self._root_depth += 1
         if self._root_depth == 1:
-            self._root_counts = torch.is_grad_enabled() and not self._in_backward()
+            self._root_counts = self._is_grad_enabled() and not self._in_backward()
             if self._root_counts:
                 self.microbatch()
 
@@ -420,9 +419,7 @@ class MicrobatchMonitor:
             self._root_depth -= 1
 
     def _make_hook(self, watch: _Watch) -> Callable[..., None]:
-        import torch
-
-        is_grad_enabled = torch.is_grad_enabled
+        is_grad_enabled = self._is_grad_enabled
         in_backward = self._in_backward
         index, default, flag = watch.index, watch.default, FLAG
 
@@ -468,9 +465,10 @@ class MicrobatchMonitor:
                 watch.mb_non_none = True
             if watch.mb_non_none and REPEATED_CALL not in watch.reported:
                 self._report(watch, REPEATED_CALL, watch.mb_calls, watch.mb_count, call)
-        if index and (value is True or (type(value) is int and value)):  # see _is_true
-            if TRUE_AFTER_FIRST not in watch.reported:
-                self._report(watch, TRUE_AFTER_FIRST, watch.calls, watch.count, call)
+        # True or a non-zero int; a tensor flag is never read (that would sync the device)
+        true = value is True or (type(value) is int and value != 0)
+        if index and true and TRUE_AFTER_FIRST not in watch.reported:
+            self._report(watch, TRUE_AFTER_FIRST, watch.calls, watch.count, call)
 
     def _report(
         self, watch: _Watch, kind: str, kept: list[_Call], total: int, trigger: _Call

@@ -49,12 +49,11 @@ def te_module(newline: str = "\n", indent: str = "    ", prefix: str = "") -> st
 
 
 def expected_fix(text: str, **settings: str) -> str:
-    from lint_rules.fixing import fix_source
+    from lint_rules import fixing
+    from lint_rules import settings as config
 
-    from lint_rules.settings import DEFAULT_SETTINGS, Settings
-
-    chosen = Settings(**settings) if settings else DEFAULT_SETTINGS
-    result = fix_source(text, chosen)
+    chosen = config.Settings(**settings) if settings else config.DEFAULT_SETTINGS
+    result = fixing.fix_source(text, chosen)
     assert result.changed and result.text != text, "sample must have something to fix"
     return result.text
 
@@ -265,8 +264,9 @@ CLI_SAMPLES: dict[str, tuple[str, str]] = {
         "utf-8",
     ),
     "formfeed_and_line_separator": (
-        te_module(prefix="\x0c\n# a \u2028 b \x0b c\n")
-        .replace("return y", "return y  # \u2029 \x1c \x85 not line ends for Python"),
+        te_module(prefix="\x0c\n# a \u2028 b \x0b c\n").replace(
+            "return y", "return y  # \u2029 \x1c \x85 not line ends for Python"
+        ),
         "utf-8",
     ),
 }

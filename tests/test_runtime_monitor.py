@@ -4,9 +4,11 @@
 
 from __future__ import annotations
 
+import importlib.util
 import subprocess
 import sys
 import warnings
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -356,6 +358,9 @@ def test_optimizer_hook_marks_the_step() -> None:
         assert mon.step_index == 3 and mon.hazards == []
     opt.step()  # the hook went away with the monitor
     assert mon.step_index == 3
+    with mon:  # and comes back with it
+        opt.step()
+    assert mon.step_index == 4
 
 
 def test_attach_optimizer_rejects_objects_without_the_hook() -> None:
@@ -533,3 +538,128 @@ def test_tensor_flag_is_shown_without_reading_it() -> None:
     with mon:
         model(x_in())
     assert "<Tensor shape=()>" in found[0].message
+
+
+# -- the runtime suite's shared-layer model (fixtures/runtime, reference backend) ------------
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "runtime" / "shared_layer_model.py"
+
+
+def _load_model_module(path: Path, name: str, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """Import a model file under a unique name (the reference backend: this is a CPU test)."""
+    monkeypatch.setenv("TE_MICROBATCH_BACKEND", "reference")
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, name, module)  # dataclasses look the module up
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def fixed_source(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The fixture after the project's own codemod (what the resume check trains as "fixed")."""
+    from lint_rules.fixing import fix_source
+
+    result = fix_source(FIXTURE.read_text(encoding="utf-8"))
+    assert result.changed, "the codemod should rewrite the unguarded fixture"
+    path = tmp_path_factory.mktemp("fixed") / "shared_layer_model.py"
+    path.write_text(result.text, encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def unguarded(monkeypatch: pytest.MonkeyPatch) -> Any:
+    return _load_model_module(FIXTURE, "_monitor_unguarded_model", monkeypatch)
+
+
+@pytest.fixture
+def fixed(fixed_source: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    return _load_model_module(fixed_source, "_monitor_fixed_model", monkeypatch)
+
+
+def _train(
+    module: Any, steps: int, rearm: bool = False, **config: Any
+) -> tuple[list[Hazard], MicrobatchMonitor]:
+    """Train with the monitor watching; ``rearm`` sets the flag True every step as
+    Megatron-Core's schedule does under FP8 (``set_is_first_microbatch``)."""
+    training = module.build_training(device="cpu", seed=0, **config)
+    found: list[Hazard] = []
+    with MicrobatchMonitor(
+        training.model, on_hazard=found.append, optimizer=training.optimizer
+    ) as mon:
+        for step in range(steps):
+            if rearm:
+                training.model.is_first_microbatch = True
+            training.train_step(training.batch(step))
+    assert mon.step_index == steps  # the optimizer hook marked every step
+    return found, mon
+
+
+def test_suite_model_unguarded_is_flagged(unguarded: Any) -> None:
+    found, mon = _train(unguarded, steps=3)
+    assert set(mon.watched) == {"mtp_layer"}
+    first = found[0]
+    assert (first.kind, first.path, first.step) == (REPEATED_CALL, "mtp_layer", 0)
+    assert [(c.microbatch, c.value) for c in first.calls] == [(0, True), (0, False)]
+    # later steps pass False, False: still a shared module fed a non-None flag
+    assert {h.step for h in found} == {0, 1, 2}
+
+
+def test_suite_model_unguarded_raises_at_the_first_shared_call(unguarded: Any) -> None:
+    training = unguarded.build_training(device="cpu", seed=0)
+    with (
+        MicrobatchMonitor(training.model, on_hazard="raise"),
+        pytest.raises(MicrobatchHazard, match="'mtp_layer'") as info,
+    ):
+        training.train_step(training.batch(0))
+    assert [c.value for c in info.value.hazard.calls] == [True, False]
+
+
+def test_suite_model_unguarded_after_resume_is_flagged(unguarded: Any) -> None:
+    """A fresh process that loads a checkpoint starts with the flag True again."""
+    trained = unguarded.build_training(device="cpu", seed=0)
+    for step in range(2):
+        trained.train_step(trained.batch(step))
+    resumed = unguarded.build_training(device="cpu", seed=0)
+    resumed.model.load_state_dict(trained.model.state_dict())
+    resumed.optimizer.load_state_dict(trained.optimizer.state_dict())
+    found: list[Hazard] = []
+    with MicrobatchMonitor(resumed.model, on_hazard=found.append):
+        resumed.train_step(resumed.batch(2))
+    assert [c.value for c in found[0].calls] == [True, False]
+
+
+def test_suite_model_unguarded_fp8_rearm_is_flagged_every_step(unguarded: Any) -> None:
+    found, _ = _train(unguarded, steps=3, rearm=True)
+    assert [(h.step, h.calls[0].value) for h in found] == [(0, True), (1, True), (2, True)]
+
+
+@pytest.mark.parametrize("rearm", [False, True])
+@pytest.mark.parametrize("only_fused", [False, True])
+def test_suite_model_fixed_is_silent(fixed: Any, rearm: bool, only_fused: bool) -> None:
+    training = fixed.build_training(device="cpu", seed=0)
+    with MicrobatchMonitor(
+        training.model, on_hazard="raise", only_fused=only_fused, optimizer=training.optimizer
+    ) as mon:
+        for step in range(3):
+            if rearm:
+                training.model.is_first_microbatch = True
+            training.train_step(training.batch(step))
+    assert set(mon.watched) == {"mtp_layer"} and mon.hazards == []
+
+
+@pytest.mark.parametrize("rearm", [False, True])
+def test_suite_model_without_sharing_is_silent(unguarded: Any, fixed: Any, rearm: bool) -> None:
+    """One depth: the unguarded flag (True once, then False) is the intended per-step use."""
+    for module in (unguarded, fixed):
+        found, mon = _train(module, steps=3, rearm=rearm, mtp_num_layers=1)
+        assert found == [] and mon.hazards == []
+
+
+def test_suite_model_only_fused_sees_the_reference_fused_layer(unguarded: Any) -> None:
+    training = unguarded.build_training(device="cpu", seed=0)
+    assert training.model.mtp_layer.fuse_wgrad_accumulation is True
+    with MicrobatchMonitor(training.model, only_fused=True) as mon, pytest.raises(MicrobatchHazard):
+        training.train_step(training.batch(0))
+    assert set(mon.watched) == {"mtp_layer"}

@@ -1,0 +1,159 @@
+"""Build the runtime suite's shared-layer model: the unguarded fixture or its codemod-fixed form.
+
+The model's source is ``fixtures/runtime/shared_layer_model.py`` (one TE ``Linear`` reused at
+two depths, flag kept as ``self.is_first_microbatch``, fused wgrad into ``main_grad``). The
+``fixed`` variant is that source after the project's own codemod
+(:func:`lint_rules.fixing.fix_source`), never a hand-written copy, so whatever is proven about
+it is proven about the codemod's real output.
+
+Public entry points (for the resume check and the runtime monitor)::
+
+    from lint_rules.testing.shared_layer import build_shared_layer_training
+    training = build_shared_layer_training("unguarded", backend="reference", device="cpu")
+    training.model, training.optimizer, training.batch(step), training.train_step(batch)
+
+``write_variant(variant, folder)`` writes the variant's source (and its sibling fixtures) to a
+folder, which is what the subprocess legs of :mod:`lint_rules.resume_check` load.
+
+The fixtures live in the source checkout, not in the installed package: set
+``TE_MICROBATCH_RUNTIME_FIXTURES`` to their folder when running from elsewhere.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+import sys
+import threading
+import types
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "BACKEND_ENV",
+    "MODEL_FILE",
+    "VARIANTS",
+    "build_shared_layer_training",
+    "fixture_dir",
+    "load_variant_module",
+    "variant_source",
+    "write_variant",
+]
+
+BACKEND_ENV = "TE_MICROBATCH_BACKEND"
+"""Read by the fixture at import: ``te`` for ``transformer_engine.pytorch``, else the reference."""
+
+FIXTURES_ENV = "TE_MICROBATCH_RUNTIME_FIXTURES"
+MODEL_FILE = "shared_layer_model.py"
+FACTORY = "build_training"
+SIBLINGS = ("megatron_guard.py",)
+VARIANTS = ("unguarded", "fixed")
+BACKENDS = ("reference", "te")
+
+_LOCK = threading.Lock()
+_COUNTER = itertools.count()
+
+
+def fixture_dir() -> Path:
+    """``fixtures/runtime`` of the source checkout (or ``$TE_MICROBATCH_RUNTIME_FIXTURES``)."""
+    override = os.environ.get(FIXTURES_ENV)
+    default = Path(__file__).resolve().parents[2] / "fixtures" / "runtime"
+    folder = Path(override) if override else default
+    if not (folder / MODEL_FILE).is_file():
+        raise FileNotFoundError(
+            f"runtime fixtures not found in {folder}: run from a source checkout or set "
+            f"{FIXTURES_ENV} to the folder holding {MODEL_FILE}"
+        )
+    return folder
+
+
+def variant_source(variant: str = "unguarded", settings: Any = None) -> str:
+    """The model source of ``variant``: the fixture as written, or after ``fix_source``.
+
+    ``settings`` (a :class:`lint_rules.settings.Settings`) selects the fix strategy; the
+    default is the project default (``none``). Raises if the codemod changes nothing, since a
+    "fixed" model identical to the unguarded one would make every later check vacuous.
+    """
+    if variant not in VARIANTS:
+        raise ValueError(f"variant must be one of {VARIANTS}, not {variant!r}")
+    text = (fixture_dir() / MODEL_FILE).read_text(encoding="utf-8")
+    if variant == "unguarded":
+        return text
+    from lint_rules.fixing import fix_source
+    from lint_rules.settings import DEFAULT_SETTINGS
+
+    result = fix_source(text, settings if settings is not None else DEFAULT_SETTINGS)
+    if not result.changed or result.text == text:
+        raise RuntimeError(f"the codemod left {MODEL_FILE} unchanged: nothing to compare")
+    return result.text
+
+
+def write_variant(variant: str, folder: str | Path, settings: Any = None) -> Path:
+    """Write ``variant``'s model file and its sibling fixtures into ``folder``; return the file.
+
+    The result is what ``python -m lint_rules.resume_check --factory FILE:build_training``
+    loads (the harness puts the file's folder on ``sys.path`` for the siblings).
+    """
+    dest = Path(folder)
+    dest.mkdir(parents=True, exist_ok=True)
+    source_dir = fixture_dir()
+    for name in SIBLINGS:
+        shutil.copyfile(source_dir / name, dest / name)
+    target = dest / MODEL_FILE
+    target.write_text(variant_source(variant, settings), encoding="utf-8")
+    return target
+
+
+def load_variant_module(
+    variant: str = "unguarded", backend: str = "reference", settings: Any = None
+) -> types.ModuleType:
+    """Import ``variant``'s source as a fresh module bound to ``backend``.
+
+    Each call gives a new module object (unique name), so an unguarded and a fixed model, or
+    two backends, can live in one process. The backend is chosen by setting
+    :data:`BACKEND_ENV` while the module body runs (the fixture reads it at import, like a real
+    project choosing TE or a fallback), under a lock, and restoring it afterwards.
+    """
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, not {backend!r}")
+    source = variant_source(variant, settings)
+    folder = str(fixture_dir())
+    name = f"_te_shared_layer_{variant}_{backend}_{next(_COUNTER)}"
+    module = types.ModuleType(name)
+    module.__file__ = str(Path(folder) / f"{name}.py")
+    code = compile(source, f"<{variant} {MODEL_FILE}>", "exec")
+    with _LOCK:
+        if folder not in sys.path:
+            sys.path.append(folder)  # the guard sibling, for a guard-strategy fix
+        previous = os.environ.get(BACKEND_ENV)
+        os.environ[BACKEND_ENV] = backend
+        try:
+            sys.modules[name] = module
+            exec(code, module.__dict__)
+        finally:
+            if previous is None:
+                os.environ.pop(BACKEND_ENV, None)
+            else:
+                os.environ[BACKEND_ENV] = previous
+    return module
+
+
+def build_shared_layer_training(
+    variant: str = "unguarded",
+    backend: str = "reference",
+    device: str | None = None,
+    seed: int = 0,
+    **config: Any,
+) -> Any:
+    """The fixture's ``Training`` object for ``variant`` on ``backend``.
+
+    It has ``model`` (``SharedLayerMTPModel``; its shared layer is ``model.mtp_layer``),
+    ``optimizer``, ``batch(step)``, ``train_step(batch)`` and ``config``. ``device`` defaults to
+    ``cuda`` for ``te`` and ``cpu`` for the reference; ``config`` overrides ``ModelConfig``
+    fields (``hidden_size``, ``mtp_num_layers``, ``num_microbatches``, ...).
+    """
+    module = load_variant_module(variant, backend)
+    if device is None:
+        device = "cuda" if backend == "te" else "cpu"
+    return getattr(module, FACTORY)(device=device, seed=seed, **config)

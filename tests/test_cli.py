@@ -1,0 +1,552 @@
+"""The installed ``te-microbatch-lint`` command, run as a user runs it, on temporary trees.
+
+The sample tree is ``fixtures/cli/project``: ``pkg/model.py`` has a fixable TEM001 (after
+non-ASCII text on its line) and an unfixable TEM004, ``pkg/suppressed.py`` a finding under
+``# noqa``, ``pkg/clean.py`` nothing, ``pkg/sub/unresolved.py`` two calls to an unresolved
+callee (one of them tracked by a guard function named ``tracked``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from lint_rules import __version__
+from lint_rules.analysis import analyze_source
+from lint_rules.noqa import filter_noqa
+
+SAMPLE = Path(__file__).resolve().parent.parent / "fixtures" / "cli" / "project"
+FLAG = "is_first_microbatch"
+
+
+def command() -> str:
+    found = Path(sys.executable).parent / "te-microbatch-lint"
+    if found.exists():
+        return str(found)
+    on_path = shutil.which("te-microbatch-lint")
+    assert on_path, "te-microbatch-lint is not installed (pip install -e .)"
+    return on_path
+
+
+def run(*args: str, cwd: Path, **kwargs) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [command(), *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=120,
+        **kwargs,
+    )
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    """A copy of the sample tree, with its own (empty) pyproject.toml so no outer one applies."""
+    root = tmp_path / "project"
+    shutil.copytree(SAMPLE, root)
+    (root / "pyproject.toml").write_text("[project]\nname = 'sample'\n")
+    return root
+
+
+def snapshot(root: Path) -> dict[str, tuple[bytes, int]]:
+    return {
+        str(p.relative_to(root)): (p.read_bytes(), p.stat().st_mtime_ns)
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+def expected_text(root: Path, relative: str, shown: str | None = None) -> list[str]:
+    """flake8's format of what the core reports for one file, noqa applied."""
+    text = (root / relative).read_text(encoding="utf-8")
+    kept, _ = filter_noqa(analyze_source(text), text)
+    shown = shown or relative
+    return [
+        f"{shown}:{f.line}:{f.col + 1}: {f.message}" for f in sorted(kept, key=lambda f: f.sort_key)
+    ]
+
+
+def flag_columns(path: Path, line: int) -> tuple[int, int]:
+    """(1-based byte column, 1-based character column) of the flag keyword on ``line``."""
+    text = path.read_text(encoding="utf-8").splitlines()[line - 1]
+    chars = text.index(FLAG)
+    return len(text[:chars].encode("utf-8")) + 1, chars + 1
+
+
+# ------------------------------------------------------------------------------------ check
+
+
+def test_text_output_is_flake8s_format_exactly(tree: Path) -> None:
+    result = run("check", "pkg", cwd=tree)
+    assert result.returncode == 1, result.stderr
+    assert result.stderr == ""
+    want = []
+    for relative in ("pkg/clean.py", "pkg/model.py", "pkg/sub/unresolved.py", "pkg/suppressed.py"):
+        want += expected_text(tree, relative)
+    assert result.stdout.splitlines() == want
+    # Anchors that do not depend on the core: model.py line 12's keyword, byte column + 1.
+    model = [line for line in want if line.startswith("pkg/model.py:")]
+    byte_col, char_col = flag_columns(tree / "pkg/model.py", 12)
+    assert byte_col != char_col  # the line has non-ASCII text before the keyword
+    assert model[0].startswith(f"pkg/model.py:12:{byte_col}: TEM001 ")
+    assert model[1].startswith("pkg/model.py:13:") and ": TEM004 " in model[1]
+    assert not any(line.startswith("pkg/suppressed.py") for line in want)
+
+
+def test_text_output_matches_flake8_plugin(tree: Path) -> None:
+    pytest.importorskip("flake8")
+    flake8 = subprocess.run(
+        [sys.executable, "-m", "flake8", "--select", "TEM", "--isolated", "pkg"],
+        cwd=tree,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+    )
+    ours = run("check", "pkg", cwd=tree)
+    assert sorted(ours.stdout.splitlines()) == sorted(flake8.stdout.splitlines())
+
+
+def test_directory_argument_paths_are_joined_like_flake8(tree: Path) -> None:
+    result = run("check", ".", cwd=tree)
+    assert result.returncode == 1
+    assert result.stdout.splitlines()[0] == expected_text(tree, "pkg/model.py", "./pkg/model.py")[0]
+
+
+def test_clean_tree_exits_0_and_prints_nothing(tree: Path) -> None:
+    result = run("check", "pkg/clean.py", "pkg/suppressed.py", "pkg/__init__.py", cwd=tree)
+    assert (result.returncode, result.stdout, result.stderr) == (0, "", "")
+
+
+def test_exit_zero_keeps_the_findings_but_not_the_status(tree: Path) -> None:
+    result = run("check", "--exit-zero", "pkg", cwd=tree)
+    assert result.returncode == 0
+    assert result.stdout == run("check", "pkg", cwd=tree).stdout != ""
+    assert run("check", "--exit-zero", "pkg", "missing.py", cwd=tree).returncode == 2
+
+
+def test_disable_noqa_reports_suppressed_findings(tree: Path) -> None:
+    result = run("check", "--disable-noqa", "pkg/suppressed.py", cwd=tree)
+    assert result.returncode == 1
+    assert result.stdout.startswith("pkg/suppressed.py:10:")
+
+
+def test_bad_files_are_named_with_reason_and_the_rest_still_checked(tree: Path) -> None:
+    (tree / "pkg" / "broken.py").write_text(f"def f(:\n    {FLAG}\n")
+    (tree / "pkg" / "latin.py").write_bytes(b"s = '\xe9'\n")
+    result = run("check", "pkg", "missing.py", cwd=tree)
+    assert result.returncode == 2
+    errors = result.stderr.splitlines()
+    assert any(e.startswith("pkg/broken.py: error: cannot parse") for e in errors), errors
+    assert any(e.startswith("pkg/latin.py: error: ") and "UTF-8" in e for e in errors), errors
+    assert any(e.startswith("missing.py: error: ") for e in errors), errors
+    assert len(errors) == 3
+    assert expected_text(tree, "pkg/model.py")[0] in result.stdout.splitlines()
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("check",),
+        ("check", "--format", "xml", "pkg"),
+        ("check", "--jobs", "0", "pkg"),
+        ("lint", "pkg"),
+        ("check", "--te-unresolved", "sometimes", "pkg"),
+        ("check", "--config", "nowhere.toml", "pkg"),
+    ],
+)
+def test_usage_errors_exit_2(tree: Path, args: tuple[str, ...]) -> None:
+    result = run(*args, cwd=tree)
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert "error" in result.stderr
+
+
+def test_invalid_config_exits_2(tree: Path) -> None:
+    (tree / "pyproject.toml").write_text('[tool.te-microbatch-lint]\nunresolved = "maybe"\n')
+    result = run("check", "pkg", cwd=tree)
+    assert result.returncode == 2
+    assert "unresolved" in result.stderr
+
+
+def test_version(tree: Path) -> None:
+    result = run("--version", cwd=tree)
+    assert (result.returncode, result.stdout.strip()) == (0, f"te-microbatch-lint {__version__}")
+
+
+def test_select_and_ignore(tree: Path) -> None:
+    only = run("check", "--select", "TEM004", "pkg", cwd=tree)
+    assert [line.split(": ")[1].split()[0] for line in only.stdout.splitlines()] == ["TEM004"]
+    assert only.returncode == 1
+    none = run("check", "--ignore", "TEM", "pkg", cwd=tree)
+    assert (none.returncode, none.stdout) == (0, "")
+
+
+def test_json_format(tree: Path) -> None:
+    text = run("check", "pkg", cwd=tree).stdout.splitlines()
+    result = run("check", "--format", "json", "pkg", cwd=tree)
+    assert result.returncode == 1
+    rows = json.loads(result.stdout)
+    assert len(rows) == len(text)
+    keys = {"path", "code", "message", "line", "column", "end_line", "end_column", "fixable"}
+    for row, line in zip(rows, text):
+        assert set(row) == keys
+        assert line == f"{row['path']}:{row['line']}:{row['column']}: {row['message']}"
+        assert row["message"].startswith(row["code"] + " ")
+        assert (row["end_line"], row["end_column"]) >= (row["line"], row["column"])
+    by_code = {(r["path"], r["code"]): r for r in rows}
+    assert by_code[("pkg/model.py", "TEM001")]["fixable"] is True
+    assert by_code[("pkg/model.py", "TEM004")]["fixable"] is False
+    assert (
+        by_code[("pkg/model.py", "TEM001")]["column"] == flag_columns(tree / "pkg/model.py", 12)[0]
+    )
+    assert json.loads(run("check", "--format", "json", "pkg/clean.py", cwd=tree).stdout) == []
+
+
+def check_sarif_shape(log: dict) -> None:
+    """The parts of the SARIF 2.1.0 schema that code-scanning uploads rely on."""
+    assert log["version"] == "2.1.0"
+    assert "sarif" in log["$schema"] and "2.1.0" in log["$schema"]
+    assert isinstance(log["runs"], list) and len(log["runs"]) == 1
+    run_ = log["runs"][0]
+    driver = run_["tool"]["driver"]
+    assert driver["name"] == "te-microbatch-lint"
+    assert driver["informationUri"].startswith(("http://", "https://"))
+    ids = [rule["id"] for rule in driver["rules"]]
+    assert len(ids) == len(set(ids)) and ids
+    for rule in driver["rules"]:
+        assert re.fullmatch(r"TEM\d{3}", rule["id"])
+        assert (
+            isinstance(rule["shortDescription"]["text"], str) and rule["shortDescription"]["text"]
+        )
+        assert "{" not in rule["shortDescription"]["text"]
+    assert run_.get("columnKind", "utf16CodeUnits") in ("utf16CodeUnits", "unicodeCodePoints")
+    for result in run_["results"]:
+        assert result["ruleId"] in ids
+        if "ruleIndex" in result:
+            assert ids[result["ruleIndex"]] == result["ruleId"]
+        assert result["level"] in ("none", "note", "warning", "error")
+        assert isinstance(result["message"]["text"], str)
+        (location,) = result["locations"]
+        physical = location["physicalLocation"]
+        assert isinstance(physical["artifactLocation"]["uri"], str)
+        region = physical["region"]
+        for key in ("startLine", "startColumn", "endLine", "endColumn"):
+            assert isinstance(region[key], int) and region[key] >= 1
+        assert (region["endLine"], region["endColumn"]) >= (
+            region["startLine"],
+            region["startColumn"],
+        )
+
+
+def test_sarif_format(tree: Path) -> None:
+    result = run("check", "--format", "sarif", "pkg", cwd=tree)
+    assert result.returncode == 1
+    log = json.loads(result.stdout)
+    check_sarif_shape(log)
+    results = log["runs"][0]["results"]
+    assert len(results) == len(run("check", "pkg", cwd=tree).stdout.splitlines())
+    tem001 = next(
+        r
+        for r in results
+        if r["ruleId"] == "TEM001"
+        and r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "pkg/model.py"
+    )
+    region = tem001["locations"][0]["physicalLocation"]["region"]
+    _, char_col = flag_columns(tree / "pkg/model.py", 12)
+    assert (region["startLine"], region["startColumn"]) == (12, char_col)  # characters, not bytes
+    assert log["runs"][0]["columnKind"] == "unicodeCodePoints"
+    assert log["runs"][0]["invocations"][0]["executionSuccessful"] is True
+
+
+def test_sarif_reports_unreadable_files_as_notifications(tree: Path) -> None:
+    result = run("check", "--format", "sarif", "pkg/clean.py", "missing.py", cwd=tree)
+    assert result.returncode == 2
+    log = json.loads(result.stdout)
+    check_sarif_shape(log)
+    invocation = log["runs"][0]["invocations"][0]
+    assert invocation["executionSuccessful"] is False
+    (note,) = invocation["toolExecutionNotifications"]
+    assert note["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "missing.py"
+
+
+def test_github_format(tree: Path) -> None:
+    result = run("check", "--format", "github", "pkg/model.py", cwd=tree)
+    assert result.returncode == 1
+    lines = result.stdout.splitlines()
+    assert len(lines) == 2
+    pattern = re.compile(
+        r"::warning file=pkg/model\.py,line=(\d+),col=(\d+),endLine=(\d+),endColumn=(\d+),"
+        r"title=(TEM\d{3})::(.*)"
+    )
+    first = pattern.fullmatch(lines[0])
+    assert first, lines[0]
+    _, char_col = flag_columns(tree / "pkg/model.py", 12)
+    assert first.group(1, 2, 5) == ("12", str(char_col), "TEM001")
+    assert first.group(6).startswith("TEM001 ")
+    assert pattern.fullmatch(lines[1]).group(5) == "TEM004"
+
+
+# ---------------------------------------------------------------------------------- discovery
+
+
+def test_default_skipped_directories_and_explicit_files(tree: Path) -> None:
+    for folder in (".hidden", "build", "venv", ".venv", "node_modules", "__pycache__", "dist"):
+        (tree / folder).mkdir()
+        shutil.copy(tree / "pkg/model.py", tree / folder / "model.py")
+    (tree / "pkg" / "notes.txt").write_text(f"{FLAG}=True\n")
+    shutil.copy(tree / "pkg/model.py", tree / "pkg" / "stub.pyi")
+    result = run("check", ".", cwd=tree)
+    files = {line.split(":")[0] for line in result.stdout.splitlines()}
+    assert files == {"./pkg/model.py", "./pkg/stub.pyi", "./pkg/sub/unresolved.py"}
+    named = run("check", "build/model.py", cwd=tree)
+    assert named.stdout.startswith("build/model.py:12:")
+    forced = run("check", "--force-exclude", "build/model.py", ".hidden/model.py", cwd=tree)
+    assert (forced.returncode, forced.stdout) == (0, "")
+
+
+def test_exclude_globs(tree: Path) -> None:
+    by_name = run("check", "--exclude", "sub", ".", cwd=tree)
+    assert {line.split(":")[0] for line in by_name.stdout.splitlines()} == {"./pkg/model.py"}
+    by_path = run("check", "--exclude", "pkg/mod*.py", "--exclude", "x,y", ".", cwd=tree)
+    assert {line.split(":")[0] for line in by_path.stdout.splitlines()} == {
+        "./pkg/sub/unresolved.py"
+    }
+    everything = run("check", "--exclude", "*.py", ".", cwd=tree)
+    assert (everything.returncode, everything.stdout) == (0, "")
+
+
+def test_config_exclude_is_anchored_at_the_config_file(tree: Path) -> None:
+    (tree / "pyproject.toml").write_text('[tool.te-microbatch-lint]\nexclude = ["pkg/sub/*"]\n')
+    for cwd, arg in ((tree, "."), (tree / "pkg", "."), (tree.parent, "project")):
+        result = run("check", arg, cwd=cwd)
+        assert "unresolved.py" not in result.stdout, (cwd, result.stdout)
+        assert "model.py" in result.stdout
+    # A file named explicitly is checked anyway, unless --force-exclude (pre-commit's case).
+    named = run("check", "pkg/sub/unresolved.py", cwd=tree)
+    assert named.returncode == 1
+    forced = run("check", "--force-exclude", "pkg/sub/unresolved.py", "pkg/model.py", cwd=tree)
+    assert {line.split(":")[0] for line in forced.stdout.splitlines()} == {"pkg/model.py"}
+
+
+# ---------------------------------------------------------------------------- configuration
+
+
+def test_config_then_flags(tree: Path) -> None:
+    target = "pkg/sub/unresolved.py"
+
+    def lines(*args: str) -> list[int]:
+        out = run("check", *args, target, cwd=tree).stdout.splitlines()
+        return [int(line.split(":")[1]) for line in out]
+
+    assert lines() == [14, 15]
+    (tree / "pyproject.toml").write_text(
+        '[tool.te-microbatch-lint]\nunresolved = "ignore"\nguard-functions = ["tracked"]\n'
+    )
+    assert lines() == []
+    assert lines("--te-unresolved", "report") == [14]  # the config's guard still applies
+    assert lines("--te-unresolved", "report", "--te-guard-functions", "other") == [14, 15]
+    assert lines("--isolated") == [14, 15]
+    other = tree.parent / "other.toml"
+    other.write_text('[tool.te-microbatch-lint]\nguard-functions = "tracked"\n')
+    assert lines("--config", str(other)) == [14]
+
+
+# ------------------------------------------------------------------------------------------ fix
+
+
+def test_fix_diff_writes_nothing_and_shows_the_fix(tree: Path) -> None:
+    before = snapshot(tree)
+    result = run("fix", "--diff", "pkg", cwd=tree)
+    assert result.returncode == 0, result.stderr
+    assert snapshot(tree) == before
+    diff = result.stdout
+    assert diff.startswith("--- a/pkg/model.py\n+++ b/pkg/model.py\n@@ ")
+    removed = [
+        line[1:]
+        for line in diff.splitlines()
+        if line.startswith("-") and not line.startswith("---")
+    ]
+    added = [
+        line[1:]
+        for line in diff.splitlines()
+        if line.startswith("+") and not line.startswith("+++")
+    ]
+    assert removed == ["        y = self.fc(ünï, is_first_microbatch=step == 0)"] + removed[1:]
+    assert added[0] == "        y = self.fc(ünï, is_first_microbatch=None)"
+    assert "suppressed.py" not in diff and "clean.py" not in diff
+    # The diff is exactly what `fix` then writes.
+    fixed = run("fix", "pkg", cwd=tree)
+    assert fixed.returncode == 0
+    after = (tree / "pkg/model.py").read_text(encoding="utf-8").splitlines()
+    assert "        y = self.fc(ünï, is_first_microbatch=None)" in after
+    assert run("fix", "--diff", "pkg", cwd=tree).stdout == ""
+
+
+def test_fix_check(tree: Path) -> None:
+    before = snapshot(tree)
+    result = run("fix", "--check", "pkg", cwd=tree)
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert "would fix pkg/model.py" in result.stderr
+    assert snapshot(tree) == before
+    assert run("fix", "--check", "pkg/clean.py", "pkg/suppressed.py", cwd=tree).returncode == 0
+    both = run("fix", "--check", "--diff", "pkg/model.py", cwd=tree)
+    assert both.returncode == 1 and both.stdout.startswith("--- a/pkg/model.py")
+    assert snapshot(tree) == before
+
+
+def test_fix_writes_only_what_changes_and_is_idempotent(tree: Path) -> None:
+    old = 1_000_000_000_000_000_000
+    for path in tree.rglob("*.py"):
+        os.utime(path, ns=(old, old))
+    mode = (tree / "pkg/model.py").stat().st_mode
+    first = run("fix", "pkg", cwd=tree)
+    assert first.returncode == 0, first.stderr
+    assert "fixed pkg/model.py" in first.stderr
+    state = snapshot(tree)
+    changed = {name for name, (_, mtime) in state.items() if mtime != old and name.endswith(".py")}
+    assert changed == {"pkg/model.py", "pkg/sub/unresolved.py"}
+    assert (tree / "pkg/model.py").stat().st_mode == mode
+    # What is left is what has no automatic fix, and a second run changes nothing.
+    codes = {
+        line.split(": ")[1].split()[0] for line in run("check", "pkg", cwd=tree).stdout.splitlines()
+    }
+    assert codes == {"TEM004"}
+    second = run("fix", "pkg", cwd=tree)
+    assert second.returncode == 0
+    assert snapshot(tree) == state
+    assert not [p for p in tree.rglob("*.tmp")]
+
+
+def test_fix_keeps_crlf_newlines(tree: Path) -> None:
+    model = tree / "pkg/model.py"
+    model.write_bytes(model.read_bytes().replace(b"\n", b"\r\n"))
+    assert run("fix", "pkg/model.py", cwd=tree).returncode == 0
+    data = model.read_bytes()
+    assert b"is_first_microbatch=None)\r\n" in data
+    assert data.count(b"\n") == data.count(b"\r\n")
+
+
+def test_fix_reports_unparsable_files_and_fixes_the_rest(tree: Path) -> None:
+    broken = tree / "pkg" / "broken.py"
+    broken.write_text(f"x = ({FLAG}=1\n")
+    result = run("fix", "pkg", cwd=tree)
+    assert result.returncode == 2
+    assert "pkg/broken.py: error: cannot parse" in result.stderr
+    assert broken.read_text() == f"x = ({FLAG}=1\n"
+    assert "is_first_microbatch=None" in (tree / "pkg/model.py").read_text(encoding="utf-8")
+
+
+def test_fix_strategy_from_config_and_flag(tree: Path) -> None:
+    (tree / "pyproject.toml").write_text(
+        '[tool.te-microbatch-lint]\nfix-strategy = "guard"\nguard-import = "my_guards.tracked"\n'
+    )
+    guarded = run("fix", "--diff", "pkg/model.py", cwd=tree)
+    assert guarded.returncode == 0, guarded.stderr
+    assert (
+        "+from my_guards import tracked" in guarded.stdout or "+import my_guards" in guarded.stdout
+    )
+    assert "tracked(self.config) else None" in guarded.stdout
+    plain = run("fix", "--diff", "--fix-strategy", "none", "pkg/model.py", cwd=tree)
+    assert "tracked" not in plain.stdout
+    assert "+        y = self.fc(ünï, is_first_microbatch=None)" in plain.stdout
+
+
+# ---------------------------------------------------------------------------------- parallelism
+
+
+@pytest.fixture
+def many(tree: Path) -> Path:
+    """Forty-odd files, so that a pool really splits the work."""
+    for index in range(12):
+        folder = tree / f"copy{index:02d}"
+        shutil.copytree(tree / "pkg", folder)
+    return tree
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("check",),
+        ("check", "--format", "json"),
+        ("check", "--format", "sarif"),
+        ("fix", "--diff"),
+    ],
+)
+def test_jobs_do_not_change_the_output(many: Path, args: tuple[str, ...]) -> None:
+    (many / "copy05" / "broken.py").write_text(f"{FLAG}(\n")
+    one = run(*args, "--jobs", "1", ".", cwd=many)
+    two = run(*args, "--jobs", "2", ".", cwd=many)
+    default = run(*args, ".", cwd=many)
+    assert one.returncode == two.returncode == default.returncode == 2
+    assert one.stdout == two.stdout == default.stdout
+    assert one.stderr == two.stderr == default.stderr
+    assert len(one.stdout) > 1000
+
+
+def test_parallel_fix_equals_sequential_fix(many: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "copy"
+    shutil.copytree(many, copy)
+    assert run("fix", "--jobs", "1", ".", cwd=many).returncode == 0
+    assert run("fix", "--jobs", "2", ".", cwd=copy).returncode == 0
+    ours = {k: v[0] for k, v in snapshot(many).items()}
+    theirs = {k: v[0] for k, v in snapshot(copy).items()}
+    assert ours == theirs
+
+
+# ------------------------------------------------------------------------------ terminal, start-up
+
+
+def test_progress_only_on_a_terminal(tmp_path: Path) -> None:
+    for index in range(205):
+        (tmp_path / f"m{index:03d}.py").write_text("x = 1\n")
+    (tmp_path / "pyproject.toml").write_text("")
+    piped = run("check", "--jobs", "1", ".", cwd=tmp_path)
+    assert (piped.returncode, piped.stdout, piped.stderr) == (0, "", "")
+    pty = pytest.importorskip("pty")
+    leader, follower = pty.openpty()
+    with subprocess.Popen(
+        [command(), "check", "--jobs", "1", "."],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=follower,
+    ) as process:
+        os.close(follower)
+        chunks = []
+        while True:  # read while it runs: a full terminal buffer would block the command
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # EIO: the command closed the terminal
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        os.close(leader)
+        stdout = process.stdout.read() if process.stdout else b""
+        assert process.wait(timeout=120) == 0
+    assert stdout == b""
+    assert b"205/205 files" in b"".join(chunks)
+    quiet = run("check", "--quiet", ".", cwd=tmp_path)
+    assert quiet.stderr == ""
+
+
+def test_check_imports_neither_libcst_nor_flake8(tree: Path) -> None:
+    probe = (
+        "import sys\n"
+        "from lint_rules.cli import main\n"
+        "code = main(['check', '--jobs', '1', '--format', 'sarif', 'pkg'])\n"
+        "heavy = sorted({m.split('.')[0] for m in sys.modules} & {'libcst', 'flake8'})\n"
+        "print(code, heavy, file=sys.stderr)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], cwd=tree, capture_output=True, text=True, timeout=120
+    )
+    assert result.stderr.strip() == "1 []", result.stderr
