@@ -87,7 +87,7 @@ def join(kinds: Sequence[Kind]) -> Kind:
     first = kinds[0]
     if all(k == first for k in kinds):
         return first
-    for tag in ("te_instance", "reject", "container"):
+    for tag in ("te_instance", "te_class", "unbound", "reject", "container"):
         for k in kinds:
             if k.tag == tag:
                 return k
@@ -329,6 +329,7 @@ class Analyzer:
         self.settings = settings
         self.findings: list[Finding] = []
         self.aliases: dict[str, str] = {}
+        self.alias_choices: dict[str, list[str]] = {}
         self.module_functions: set[str] = set()
         self.module_classes: dict[str, ast.ClassDef] = {}
         self.module_assigns: dict[str, list[ast.expr]] = {}
@@ -349,19 +350,26 @@ class Analyzer:
         for stmt in self.tree.body:
             self._collect_module_stmt(stmt)
 
+    def _alias(self, local: str, qualname: str) -> None:
+        """Remember every module a name may come from (``try``/``if`` picks one at run time)."""
+        choices = self.alias_choices.setdefault(local, [])
+        if qualname not in choices:
+            choices.append(qualname)
+        self.aliases.setdefault(local, qualname)
+
     def _collect_module_stmt(self, stmt: ast.stmt) -> None:
         if isinstance(stmt, ast.Import):
             for alias in stmt.names:
                 if alias.asname:
-                    self.aliases[alias.asname] = alias.name
+                    self._alias(alias.asname, alias.name)
                 else:
                     root = alias.name.split(".")[0]
-                    self.aliases.setdefault(root, root)
+                    self._alias(root, root)
         elif isinstance(stmt, ast.ImportFrom):
             module = "." * stmt.level + (stmt.module or "")
             for alias in stmt.names:
                 if alias.name != "*":
-                    self.aliases[alias.asname or alias.name] = f"{module}.{alias.name}"
+                    self._alias(alias.asname or alias.name, f"{module}.{alias.name}")
         elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             self.module_functions.add(stmt.name)
         elif isinstance(stmt, ast.ClassDef):
@@ -536,7 +544,7 @@ class Analyzer:
         if name in self.module_functions:
             return NOT_TE
         if name in self.aliases:
-            return self.classify_qualname(self.aliases[name])
+            return join([self.classify_qualname(q) for q in self.alias_choices[name]])
         if name in self.module_assigns:
             return join([self.resolve(v, None) for v in self.module_assigns[name]])
         if name in _BUILTIN_NAMES:
@@ -558,6 +566,12 @@ class Analyzer:
         if isinstance(node, ast.Name):
             return self.resolve_name(node.id, scope)
         if isinstance(node, ast.Attribute):
+            spelled = _dotted(node)
+            if spelled is not None:
+                head, _, rest = spelled.partition(".")
+                choices = self.alias_choices.get(head, ())
+                if len(choices) > 1 and (scope is None or scope.lookup(head) is None):
+                    return join([self.classify_qualname(f"{q}.{rest}") for q in choices])
             return self.attribute_of(self.resolve(node.value, scope), node.attr, scope)
         if isinstance(node, ast.Subscript):
             return self.element_of(self.resolve(node.value, scope))

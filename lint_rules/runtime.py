@@ -368,6 +368,10 @@ class MicrobatchMonitor:
             watches.append(_Watch(module, path, tuple(aliases), *where))
         return watches
 
+    def call_counts(self) -> dict[str, int]:
+        """Path -> counted calls of each watched module in the current step (for debugging)."""
+        return {w.path: w.count if w.generation == self._generation else 0 for w in self._watches}
+
     # -- boundaries --------------------------------------------------------------------------
 
     def step(self) -> None:

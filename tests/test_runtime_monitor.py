@@ -8,7 +8,6 @@ import importlib.util
 import subprocess
 import sys
 import warnings
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -310,6 +309,35 @@ def test_positional_flag_at_index_two_and_keyword_only() -> None:
     assert got == {"grouped": [True, False], "kw_only": [True, None]}
 
 
+@pytest.mark.parametrize("module", [Flagged(), Grouped(), KeywordOnly()], ids=type)
+def test_flag_position_agrees_with_bind_partial(module: nn.Module) -> None:
+    """The precomputed index reads the same value that ``Signature.bind_partial`` binds."""
+    import inspect
+
+    from lint_rules.runtime import _flag_position
+
+    index, default = _flag_position(module.forward)
+    sig = inspect.signature(module.forward)
+    for args, kwargs in [
+        (("x",), {}),
+        (("x", "s"), {}),
+        (("x", "s", "f"), {}),
+        (("x",), {"is_first_microbatch": "k"}),
+    ]:
+        try:
+            bound = sig.bind_partial(*args, **kwargs).arguments
+        except TypeError:
+            continue  # the module would reject this call itself
+        expected = bound.get("is_first_microbatch", default)
+        if "is_first_microbatch" in kwargs:
+            got = kwargs["is_first_microbatch"]
+        elif index is not None and len(args) > index:
+            got = args[index]
+        else:
+            got = default
+        assert got == expected, (args, kwargs)
+
+
 def test_default_value_is_used_when_the_flag_is_not_passed() -> None:
     model = Shared([])  # calls nothing itself; drive the leaf directly
     leaf = model.layer
@@ -339,9 +367,11 @@ def test_step_resets_counts() -> None:
     with MicrobatchMonitor(model, on_hazard="raise") as mon:
         model(x_in(), is_first_microbatch=True)
         model(x_in(), is_first_microbatch=False)
+        assert mon.call_counts() == {"": 2}
         mon.step()
+        assert mon.call_counts() == {"": 0}
         model(x_in(), is_first_microbatch=True)  # first call of the new step: fine
-        assert mon.step_index == 1
+        assert mon.step_index == 1 and mon.call_counts() == {"": 1}
         with pytest.raises(MicrobatchHazard):
             model(x_in(), is_first_microbatch=True)  # no step() in between: flagged
 
@@ -477,6 +507,12 @@ def test_raise_is_a_runtime_error_with_the_hazard() -> None:
         with pytest.raises(RuntimeError):
             model(x_in())
         assert mon._root_depth == 0  # the root's exit hook ran although the forward raised
+    root = Flagged()  # the root itself takes the flag and raises in its own pre-hook
+    with MicrobatchMonitor(root) as mon:
+        root(x_in(), is_first_microbatch=True)
+        with pytest.raises(MicrobatchHazard):
+            root(x_in(), is_first_microbatch=True)
+        assert mon._root_depth == 0
 
 
 def test_invalid_options() -> None:
@@ -540,53 +576,41 @@ def test_tensor_flag_is_shown_without_reading_it() -> None:
     assert "<Tensor shape=()>" in found[0].message
 
 
-# -- the runtime suite's shared-layer model (fixtures/runtime, reference backend) ------------
+# -- the runtime suite's shared-layer model (fixtures/runtime via lint_rules.testing) ---------
 
-FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "runtime" / "shared_layer_model.py"
-
-
-def _load_model_module(path: Path, name: str, monkeypatch: pytest.MonkeyPatch) -> Any:
-    """Import a model file under a unique name (the reference backend: this is a CPU test)."""
-    monkeypatch.setenv("TE_MICROBATCH_BACKEND", "reference")
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, name, module)  # dataclasses look the module up
-    spec.loader.exec_module(module)
-    return module
+BACKENDS = [
+    pytest.param(("reference", "cpu"), id="reference-cpu"),
+    pytest.param(("te", "cuda"), id="te-cuda", marks=pytest.mark.gpu),
+]
 
 
-@pytest.fixture(scope="module")
-def fixed_source(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The fixture after the project's own codemod (what the resume check trains as "fixed")."""
-    from lint_rules.fixing import fix_source
-
-    result = fix_source(FIXTURE.read_text(encoding="utf-8"))
-    assert result.changed, "the codemod should rewrite the unguarded fixture"
-    path = tmp_path_factory.mktemp("fixed") / "shared_layer_model.py"
-    path.write_text(result.text, encoding="utf-8")
-    return path
-
-
-@pytest.fixture
-def unguarded(monkeypatch: pytest.MonkeyPatch) -> Any:
-    return _load_model_module(FIXTURE, "_monitor_unguarded_model", monkeypatch)
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> tuple[str, str]:
+    """Where the suite's model runs: the pure-torch reference on CPU, or real TE on a GPU."""
+    name, device = request.param
+    if device == "cuda" and not torch.cuda.is_available():
+        pytest.skip("CUDA is not available")
+    if name == "te" and importlib.util.find_spec("transformer_engine") is None:
+        pytest.skip("transformer_engine is not installed")
+    return request.param
 
 
-@pytest.fixture
-def fixed(fixed_source: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
-    return _load_model_module(fixed_source, "_monitor_fixed_model", monkeypatch)
+def build(variant: str, backend: tuple[str, str], **config: Any) -> Any:
+    """The fixture's Training (unguarded as written, or after the project's codemod)."""
+    from lint_rules.testing.shared_layer import build_shared_layer_training
+
+    name, device = backend
+    return build_shared_layer_training(variant, backend=name, device=device, seed=0, **config)
 
 
 def _train(
-    module: Any, steps: int, rearm: bool = False, **config: Any
+    training: Any, steps: int, rearm: bool = False, **options: Any
 ) -> tuple[list[Hazard], MicrobatchMonitor]:
     """Train with the monitor watching; ``rearm`` sets the flag True every step as
     Megatron-Core's schedule does under FP8 (``set_is_first_microbatch``)."""
-    training = module.build_training(device="cpu", seed=0, **config)
     found: list[Hazard] = []
     with MicrobatchMonitor(
-        training.model, on_hazard=found.append, optimizer=training.optimizer
+        training.model, on_hazard=found.append, optimizer=training.optimizer, **options
     ) as mon:
         for step in range(steps):
             if rearm:
@@ -596,8 +620,8 @@ def _train(
     return found, mon
 
 
-def test_suite_model_unguarded_is_flagged(unguarded: Any) -> None:
-    found, mon = _train(unguarded, steps=3)
+def test_suite_model_unguarded_is_flagged(backend: tuple[str, str]) -> None:
+    found, mon = _train(build("unguarded", backend), steps=3)
     assert set(mon.watched) == {"mtp_layer"}
     first = found[0]
     assert (first.kind, first.path, first.step) == (REPEATED_CALL, "mtp_layer", 0)
@@ -606,8 +630,8 @@ def test_suite_model_unguarded_is_flagged(unguarded: Any) -> None:
     assert {h.step for h in found} == {0, 1, 2}
 
 
-def test_suite_model_unguarded_raises_at_the_first_shared_call(unguarded: Any) -> None:
-    training = unguarded.build_training(device="cpu", seed=0)
+def test_suite_model_unguarded_raises_at_the_first_shared_call(backend: tuple[str, str]) -> None:
+    training = build("unguarded", backend)
     with (
         MicrobatchMonitor(training.model, on_hazard="raise"),
         pytest.raises(MicrobatchHazard, match="'mtp_layer'") as info,
@@ -616,12 +640,12 @@ def test_suite_model_unguarded_raises_at_the_first_shared_call(unguarded: Any) -
     assert [c.value for c in info.value.hazard.calls] == [True, False]
 
 
-def test_suite_model_unguarded_after_resume_is_flagged(unguarded: Any) -> None:
+def test_suite_model_unguarded_after_resume_is_flagged(backend: tuple[str, str]) -> None:
     """A fresh process that loads a checkpoint starts with the flag True again."""
-    trained = unguarded.build_training(device="cpu", seed=0)
+    trained = build("unguarded", backend)
     for step in range(2):
         trained.train_step(trained.batch(step))
-    resumed = unguarded.build_training(device="cpu", seed=0)
+    resumed = build("unguarded", backend)
     resumed.model.load_state_dict(trained.model.state_dict())
     resumed.optimizer.load_state_dict(trained.optimizer.state_dict())
     found: list[Hazard] = []
@@ -630,35 +654,32 @@ def test_suite_model_unguarded_after_resume_is_flagged(unguarded: Any) -> None:
     assert [c.value for c in found[0].calls] == [True, False]
 
 
-def test_suite_model_unguarded_fp8_rearm_is_flagged_every_step(unguarded: Any) -> None:
-    found, _ = _train(unguarded, steps=3, rearm=True)
+def test_suite_model_unguarded_fp8_rearm_is_flagged_every_step(backend: tuple[str, str]) -> None:
+    found, _ = _train(build("unguarded", backend), steps=3, rearm=True)
     assert [(h.step, h.calls[0].value) for h in found] == [(0, True), (1, True), (2, True)]
 
 
 @pytest.mark.parametrize("rearm", [False, True])
 @pytest.mark.parametrize("only_fused", [False, True])
-def test_suite_model_fixed_is_silent(fixed: Any, rearm: bool, only_fused: bool) -> None:
-    training = fixed.build_training(device="cpu", seed=0)
-    with MicrobatchMonitor(
-        training.model, on_hazard="raise", only_fused=only_fused, optimizer=training.optimizer
-    ) as mon:
-        for step in range(3):
-            if rearm:
-                training.model.is_first_microbatch = True
-            training.train_step(training.batch(step))
-    assert set(mon.watched) == {"mtp_layer"} and mon.hazards == []
+def test_suite_model_fixed_is_silent(
+    backend: tuple[str, str], rearm: bool, only_fused: bool
+) -> None:
+    found, mon = _train(build("fixed", backend), steps=3, rearm=rearm, only_fused=only_fused)
+    assert set(mon.watched) == {"mtp_layer"} and found == [] and mon.hazards == []
 
 
+@pytest.mark.parametrize("variant", ["unguarded", "fixed"])
 @pytest.mark.parametrize("rearm", [False, True])
-def test_suite_model_without_sharing_is_silent(unguarded: Any, fixed: Any, rearm: bool) -> None:
-    """One depth: the unguarded flag (True once, then False) is the intended per-step use."""
-    for module in (unguarded, fixed):
-        found, mon = _train(module, steps=3, rearm=rearm, mtp_num_layers=1)
-        assert found == [] and mon.hazards == []
+def test_suite_model_without_sharing_is_silent(
+    backend: tuple[str, str], variant: str, rearm: bool
+) -> None:
+    """One depth: the unguarded flag (True once per step at most, then False) is intended use."""
+    found, mon = _train(build(variant, backend, mtp_num_layers=1), steps=3, rearm=rearm)
+    assert set(mon.watched) == {"mtp_layer"} and found == [] and mon.hazards == []
 
 
-def test_suite_model_only_fused_sees_the_reference_fused_layer(unguarded: Any) -> None:
-    training = unguarded.build_training(device="cpu", seed=0)
+def test_suite_model_only_fused_sees_the_fused_layer(backend: tuple[str, str]) -> None:
+    training = build("unguarded", backend)
     assert training.model.mtp_layer.fuse_wgrad_accumulation is True
     with MicrobatchMonitor(training.model, only_fused=True) as mon, pytest.raises(MicrobatchHazard):
         training.train_step(training.batch(0))

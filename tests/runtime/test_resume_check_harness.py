@@ -7,6 +7,7 @@ process's global torch settings.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import types
@@ -180,3 +181,28 @@ def test_cli_usage_errors_exit_2(capsys: pytest.CaptureFixture[str], tmp_path: P
     )
     assert code == 2
     assert "resume_at" in capsys.readouterr().err
+
+
+def test_shared_layer_factory_builds_both_variants_in_one_process(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The public factory other tests (the runtime monitor's) build the suite's model with."""
+    from lint_rules.testing import reference_te, shared_layer
+
+    monkeypatch.delenv(shared_layer.BACKEND_ENV, raising=False)
+    built = {
+        variant: shared_layer.build_shared_layer_training(variant, backend="reference")
+        for variant in shared_layer.VARIANTS
+    }
+    for training in built.values():
+        assert isinstance(training.model.mtp_layer, reference_te.Linear)
+        assert training.model.is_first_microbatch is True
+        training.train_step(training.batch(1))
+        assert training.model.is_first_microbatch is False
+    # Same seed and data: step 1 differs only by depth 2's gradient of the first microbatch,
+    # which the unguarded model overwrote.
+    unguarded, fixed = (built[v].model.mtp_layer.weight.main_grad for v in shared_layer.VARIANTS)
+    assert not torch.equal(unguarded, fixed)
+    assert shared_layer.BACKEND_ENV not in os.environ  # restored
+    with pytest.raises(ValueError, match="variant"):
+        shared_layer.variant_source("guarded-by-hand")
