@@ -15,7 +15,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Union
 
-from lint_rules.findings import Edit, Finding, Fix
+from lint_rules.findings import Edit, Finding, Fix, Position
+from lint_rules.noqa import split_lines
 from lint_rules.rules import (
     FLAG,
     FLAG_POSITION,
@@ -54,6 +55,7 @@ _LEAVES = frozenset(
     | {ast.BitAnd, ast.BitOr, ast.BitXor, ast.LShift, ast.RShift}
 )
 """Nodes that can never contain a call: the walk does not descend into them."""
+_MAPPING_STORES = frozenset({"update", "setdefault"})
 _WRAP_IN_PARENS = (ast.Lambda, ast.IfExp, ast.NamedExpr, ast.Yield, ast.YieldFrom, ast.Starred)
 
 
@@ -102,10 +104,11 @@ def join(kinds: Sequence[Kind]) -> Kind:
 class Binding:
     """One way a local name gets a value inside a function."""
 
-    how: str  # "assign" | "for" | "param" | "import" | "other" | "aug"
+    how: str  # "assign" | "unpack" | "for" | "import" | "def" | "class" | "aug" | "other"
     value: ast.expr | None
     branches: tuple[Branch, ...]
     qualname: str = ""
+    definition: ast.ClassDef | None = None
 
 
 @dataclass
@@ -180,8 +183,11 @@ class _ScopeCollector:
             self.stmt(stmt, branches)
 
     def stmt(self, stmt: ast.stmt, branches: tuple[Branch, ...]) -> None:
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            self.bind(stmt.name, Binding("other", None, branches))
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            self.bind(stmt.name, Binding("def", None, branches))
+            return
+        if isinstance(stmt, ast.ClassDef):
+            self.bind(stmt.name, Binding("class", None, branches, definition=stmt))
             return
         if isinstance(stmt, ast.If):
             self.expr(stmt.test, branches)
@@ -238,7 +244,7 @@ class _ScopeCollector:
             self.bind(target.id, Binding("assign", value, branches))
         elif isinstance(target, (ast.Tuple, ast.List)):
             for name in _target_names(target):
-                self.bind(name.id, Binding("other", None, branches))
+                self.bind(name.id, Binding("unpack", value, branches))
         elif (
             isinstance(target, ast.Subscript)
             and isinstance(target.value, ast.Name)
@@ -316,7 +322,7 @@ class _CallSite:
     key: str
     scope: Scope
     flag_node: ast.AST
-    fix: Fix
+    fix: Fix | None
     exclusive_path: tuple[tuple[int, int], ...]
     target: str
 
@@ -324,8 +330,10 @@ class _CallSite:
 class Analyzer:
     """Run every rule over one module tree."""
 
-    def __init__(self, tree: ast.Module, settings: Settings) -> None:
+    def __init__(self, tree: ast.Module, settings: Settings, source: str | None = None) -> None:
         self.tree = tree
+        self.source = source
+        self.source_lines: list[str] | None = None
         self.settings = settings
         self.findings: list[Finding] = []
         self.aliases: dict[str, str] = {}
@@ -338,6 +346,7 @@ class Analyzer:
         self.reported_keys: set[int] = set()
         self.resolving: set[int] = set()
         self.sites: dict[int, list[_CallSite]] = {}
+        self.reported_shared: set[int] = set()
         self.memo: dict[tuple[str, int, str], Any] = {}
         guard_import = settings.guard_import
         self.guards = tuple(dict.fromkeys((*settings.guard_functions, guard_import)))
@@ -531,8 +540,12 @@ class Analyzer:
             for binding in owner.bindings.get(name, []):
                 if binding.how == "assign" and binding.value is not None:
                     kinds.append(self.resolve(binding.value, owner))
-                elif binding.how == "for" and binding.value is not None:
+                elif binding.how in ("for", "unpack") and binding.value is not None:
                     kinds.append(self.element_of(self.resolve(binding.value, owner)))
+                elif binding.how == "def":
+                    kinds.append(NOT_TE)
+                elif binding.how == "class" and binding.definition is not None:
+                    kinds.append(Kind("class", binding.definition.name, node=binding.definition))
                 elif binding.how == "import":
                     kinds.append(self.classify_qualname(binding.qualname))
                 else:
@@ -596,6 +609,8 @@ class Analyzer:
     def element_of(self, kind: Kind) -> Kind:
         if kind.tag == "container" and kind.element is not None:
             return kind.element
+        if kind == GRAPHED:  # make_graphed_callables returns a tuple for a tuple of modules
+            return GRAPHED
         return UNKNOWN
 
     def instance_of(self, kind: Kind) -> Kind:
@@ -953,11 +968,12 @@ class Analyzer:
                     )
         for splat in splats:
             self._check_splat(splat.value, scope, target, guarded)
-        if flag_node is None or flag_value is None or _is_none(flag_value) or shared_fix is None:
+        if flag_node is None or flag_value is None or _is_none(flag_value):
             return
         if repeated:
             self._report("TEM005", flag_node, target, shared_fix, why=repeated)
-        elif ctx.scope is not None and scope is not None:
+            self.reported_shared.add(id(flag_node))
+        if ctx.scope is not None and scope is not None:
             site = _CallSite(
                 ast.dump(call.func), scope, flag_node, shared_fix, ctx.exclusive_path, target
             )
@@ -978,6 +994,8 @@ class Analyzer:
         func = call.func
         if isinstance(func, ast.Name) and func.id == "super":
             return NOT_TE
+        if isinstance(func, ast.Attribute) and func.attr in _MAPPING_STORES:
+            return NOT_TE  # kw.update(is_first_microbatch=v) stores a key (TEM003's business)
         kind = self.resolve(func, scope)
         if kind.tag == "self" and kind.node is not None:
             return (
@@ -990,7 +1008,8 @@ class Analyzer:
         if kind.tag in ("te_instance", "unbound", "reject", "unknown"):
             return kind
         if kind.tag == "te_class":
-            return NOT_TE
+            # The constructors take no such keyword (and no **kwargs): a TypeError.
+            return Kind("reject", f"{kind.name} constructor")
         # A name imported from elsewhere and called directly is a function (or constructor)
         # call; a local class's instance has its own forward, analysed where it is defined.
         return NOT_TE
@@ -1078,6 +1097,8 @@ class Analyzer:
                 if len(group) < 2:
                     continue
                 for site in group:
+                    if id(site.flag_node) in self.reported_shared:
+                        continue  # already reported: it runs in a loop
                     others = [o for o in group if o is not site and not _exclusive(o, site)]
                     if not others:
                         continue
@@ -1087,41 +1108,82 @@ class Analyzer:
 
     # -- fixes ------------------------------------------------------------------------------------
 
-    def _value_fix(self, value: ast.expr, scope: Scope | None, repeated: str | None) -> Fix:
+    def _value_fix(
+        self,
+        value: ast.expr,
+        scope: Scope | None,
+        repeated: str | None,
+        span: tuple[Position, Position] | None = None,
+        prefix: str = "",
+    ) -> Fix | None:
+        """Rewrite ``value`` (or ``span``, its parenthesised extent) to None or guarded.
+
+        ``prefix`` turns a positional argument into the keyword form.
+        """
+        if isinstance(value, ast.NamedExpr):
+            return None  # `(f := x)`: any rewrite would change what `f` is bound to
+        start, end = span or (_start(value), _end(value))
         if repeated or self.settings.fix_strategy == "none":
-            return self._none_fix(value)
+            return Fix((Edit(start, end, f"{prefix}None"),))
         guard = self._guard_expression(scope)
         if guard is None:
             return Fix(
-                (_replace(value, "None"),),
+                (Edit(start, end, f"{prefix}None"),),
                 note=f"guard strategy fell back to None: `{self._config_root()}` is not in scope",
             )
         call, import_name = guard
-        opening, closing = ("((", ")") if isinstance(value, _WRAP_IN_PARENS) else ("(", "")
+        wrap = span is None and isinstance(value, _WRAP_IN_PARENS)
+        opening, closing = ("((", ")") if wrap else ("(", "")
         return Fix(
             (
-                Edit(_start(value), _start(value), opening),
-                Edit(_end(value), _end(value), f"{closing} if {call} else None)"),
+                Edit(start, start, f"{prefix}{opening}"),
+                Edit(end, end, f"{closing} if {call} else None)"),
             ),
             guard_import=import_name,
         )
 
     def _positional_fix(
         self, call: ast.Call, index: int, scope: Scope | None, repeated: str | None
-    ) -> Fix:
+    ) -> Fix | None:
+        """Keyword form where no positional argument follows, else the value in place."""
         arg = call.args[index]
         if index + 1 < len(call.args):
             return self._value_fix(arg, scope, repeated)
-        value_fix = self._value_fix(arg, scope, repeated)
-        edits = list(value_fix.edits)
-        if len(edits) == 1:
-            edits = [Edit(edits[0].start, edits[0].end, f"{FLAG}={edits[0].replacement}")]
-        else:
-            edits[0] = Edit(edits[0].start, edits[0].end, f"{FLAG}={edits[0].replacement}")
-        return Fix(tuple(edits), value_fix.guard_import, value_fix.note)
+        return self._value_fix(arg, scope, repeated, self._paren_span(arg), f"{FLAG}=")
 
-    def _none_fix(self, value: ast.expr) -> Fix:
-        return Fix((_replace(value, "None"),))
+    def _none_fix(self, value: ast.expr) -> Fix | None:
+        return self._value_fix(value, None, "shared")
+
+    def _paren_span(self, node: ast.expr) -> tuple[Position, Position] | None:
+        """The extent of ``node`` with its own parentheses (``f(x, (a == b))``), if any.
+
+        ``ast`` ranges exclude such parentheses, so a keyword inserted at the node's start would
+        land inside them. Only parentheses on the node's own lines are seen; without the source
+        (flake8 never applies fixes) there are none.
+        """
+        if self.source is None:
+            return None
+        if self.source_lines is None:
+            self.source_lines = split_lines(self.source)
+        head = self.source_lines[node.lineno - 1].encode("utf-8")
+        tail = self.source_lines[node.end_lineno - 1].encode("utf-8")  # type: ignore[operator]
+        start, depth = node.col_offset, 0
+        outer_start = start
+        while start > 0 and head[start - 1 : start] in (b" ", b"\t", b"("):
+            start -= 1
+            if head[start : start + 1] == b"(":
+                depth += 1
+                outer_start = start
+        if depth == 0:
+            return None
+        end, closed = node.end_col_offset or 0, 0
+        while closed < depth and end < len(tail) and tail[end : end + 1] in (b" ", b"\t", b")"):
+            if tail[end : end + 1] == b")":
+                closed += 1
+            end += 1
+        if closed != depth:
+            return None
+        return (node.lineno, outer_start), (node.end_lineno or node.lineno, end)
 
     def _config_root(self) -> str:
         return self.settings.guard_config.split(".", 1)[0].split("(", 1)[0].strip()
@@ -1239,17 +1301,18 @@ def _end(node: ast.AST) -> tuple[int, int]:
     return (node.end_lineno, node.end_col_offset)  # type: ignore[attr-defined]
 
 
-def _replace(node: ast.AST, text: str) -> Edit:
-    return Edit(_start(node), _end(node), text)
-
-
 # --------------------------------------------------------------------------------------------
 # Entry points
 
 
-def analyze_tree(tree: ast.Module, settings: Settings = DEFAULT_SETTINGS) -> list[Finding]:
-    """Findings for an already parsed module (flake8 hands us its tree). noqa not applied."""
-    return Analyzer(tree, settings).run()
+def analyze_tree(
+    tree: ast.Module, settings: Settings = DEFAULT_SETTINGS, source: str | None = None
+) -> list[Finding]:
+    """Findings for an already parsed module (flake8 hands us its tree). noqa not applied.
+
+    ``source`` is only needed for exact fixes of parenthesised positional flags.
+    """
+    return Analyzer(tree, settings, source).run()
 
 
 def mentions_flag(text: str) -> bool:
@@ -1267,4 +1330,4 @@ def analyze_source(text: str, settings: Settings = DEFAULT_SETTINGS) -> list[Fin
         tree = ast.parse(text)
     except ValueError as error:  # pragma: no cover - older Pythons report NUL this way
         raise SyntaxError(str(error)) from error
-    return analyze_tree(tree, settings)
+    return analyze_tree(tree, settings, text)

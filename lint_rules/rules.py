@@ -28,8 +28,8 @@ MESSAGES: dict[str, str] = {
     ),
     "TEM004": (
         "TEM004 {callee} does not accept `is_first_microbatch` (TypeError at run time); "
-        "remove it: only Linear, LayerNormLinear, LayerNormMLP, GroupedLinear, "
-        "MultiheadAttention and TransformerLayer take it"
+        "remove it: only the forward() of Linear, LayerNormLinear, LayerNormMLP, "
+        "GroupedLinear, MultiheadAttention and TransformerLayer takes it"
     ),
     "TEM005": (
         "TEM005 {callee} may run more than once per step ({why}) with a non-None "

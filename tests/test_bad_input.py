@@ -153,6 +153,23 @@ def test_declared_latin1_round_trips_through_fix(tmp_path: Path) -> None:
     assert b"Gr\xf6\xdfe" in path.read_bytes()
 
 
+def test_parser_warnings_about_user_code_do_not_leak(tmp_path: Path) -> None:
+    """An invalid escape sequence in the analysed file makes ``ast.parse`` warn (a
+    SyntaxWarning shown by default on Python 3.12+; a DeprecationWarning on 3.9-3.11, shown here
+    through PYTHONWARNINGS). The warning names ``<unknown>``, not the file: it must not reach
+    stderr as a stray line; the file is fine and is checked and fixed as usual."""
+    text = GOOD.replace("import transformer_engine", 'PATTERN = "\\d+"\nimport transformer_engine')
+    path = tmp_path / "escapes.py"
+    path.write_text(text)
+    env = {**os.environ, "PYTHONWARNINGS": "default"}
+    checked = run("check", path, cwd=tmp_path, env=env)
+    assert checked.returncode == 1, checked.stderr
+    assert "Warning" not in checked.stderr, checked.stderr
+    fixed = run("fix", path, cwd=tmp_path, env=env)
+    assert fixed.returncode == 0, fixed.stderr
+    assert "Warning" not in fixed.stderr, fixed.stderr
+
+
 def test_nonexistent_path(tmp_path: Path) -> None:
     (tmp_path / "good.py").write_text(GOOD)
     for command in ("check", "fix"):

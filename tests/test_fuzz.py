@@ -27,6 +27,11 @@ from lint_rules import analysis, fixing, noqa
 from lint_rules.findings import Finding
 from lint_rules.settings import DEFAULT_SETTINGS, Settings
 
+pytestmark = [  # hypothesmith's own compile() check warns about odd generated code
+    pytest.mark.filterwarnings("ignore::SyntaxWarning"),
+    pytest.mark.filterwarnings("ignore::DeprecationWarning"),
+]
+
 GUARD_SETTINGS = Settings(fix_strategy="guard")
 LINE_RE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 """Physical lines as ``ast`` counts them (str.splitlines also splits at \\x0c, \\u2028)."""
