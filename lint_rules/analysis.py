@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Union
@@ -1149,17 +1150,20 @@ class Analyzer:
         arg = call.args[index]
         if index + 1 < len(call.args):
             return self._value_fix(arg, scope, repeated)
-        return self._value_fix(arg, scope, repeated, self._paren_span(arg), f"{FLAG}=")
+        span = self._paren_span(arg)
+        if span == "unsure":  # parentheses across lines: the value in place is always valid
+            return self._value_fix(arg, scope, repeated)
+        return self._value_fix(arg, scope, repeated, span, f"{FLAG}=")
 
     def _none_fix(self, value: ast.expr) -> Fix | None:
         return self._value_fix(value, None, "shared")
 
-    def _paren_span(self, node: ast.expr) -> tuple[Position, Position] | None:
+    def _paren_span(self, node: ast.expr) -> tuple[Position, Position] | str | None:
         """The extent of ``node`` with its own parentheses (``f(x, (a == b))``), if any.
 
         ``ast`` ranges exclude such parentheses, so a keyword inserted at the node's start would
         land inside them. Only parentheses on the node's own lines are seen; without the source
-        (flake8 never applies fixes) there are none.
+        (flake8 never applies fixes) there are none. "unsure" when they may span lines.
         """
         if self.source is None:
             return None
@@ -1174,6 +1178,8 @@ class Analyzer:
             if head[start : start + 1] == b"(":
                 depth += 1
                 outer_start = start
+        if start == 0:
+            return "unsure"  # the value opens its line: a "(" may stand on the line above
         if depth == 0:
             return None
         end, closed = node.end_col_offset or 0, 0
@@ -1182,7 +1188,7 @@ class Analyzer:
                 closed += 1
             end += 1
         if closed != depth:
-            return None
+            return "unsure"
         return (node.lineno, outer_start), (node.end_lineno or node.lineno, end)
 
     def _config_root(self) -> str:
@@ -1327,7 +1333,10 @@ def analyze_source(text: str, settings: Settings = DEFAULT_SETTINGS) -> list[Fin
     if "\0" in text:
         raise SyntaxError("source code cannot contain null bytes")
     try:
-        tree = ast.parse(text)
+        with warnings.catch_warnings():
+            # Invalid escapes in the user's strings are the user's business, not ours to print.
+            warnings.simplefilter("ignore")
+            tree = ast.parse(text)
     except ValueError as error:  # pragma: no cover - older Pythons report NUL this way
         raise SyntaxError(str(error)) from error
     return analyze_tree(tree, settings, text)

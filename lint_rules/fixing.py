@@ -9,6 +9,7 @@ newlines are untouched by construction. libcst is imported only when an import m
 from __future__ import annotations
 
 import ast
+import warnings
 from dataclasses import dataclass, field
 
 from lint_rules.analysis import analyze_source
@@ -134,7 +135,9 @@ def fix_source(
     for dotted in imports:
         new_text = add_guard_import(new_text, dotted)
     try:
-        ast.parse(new_text)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ast.parse(new_text)
     except SyntaxError as error:
         raise FixError(f"the fixed text does not parse ({error}); nothing was changed") from error
     return FixResult(new_text, applied, notes)
