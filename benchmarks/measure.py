@@ -27,7 +27,8 @@ class RunResult:
     wall_s: float
     cpu_s: float
     maxrss_mb: float
-    """Largest single process (``ru_maxrss`` via wait4)."""
+    """Largest single process: ``/usr/bin/time``'s (``sample_memory``) or ``ru_maxrss`` via
+    wait4 (which may start from this parent's own RSS: only an upper bound then)."""
     tree_rss_mb: float | None = None
     """Peak of the summed RSS over the process tree (sampled), when requested."""
     stdout: str = field(default="", repr=False)
@@ -78,6 +79,9 @@ class _TreeSampler(threading.Thread):
             self.stop.wait(self.interval)
 
 
+TIME_V = "/usr/bin/time"
+
+
 def run_timed(
     cmd: list[str],
     cwd: Path | str | None = None,
@@ -85,7 +89,17 @@ def run_timed(
     timeout: float | None = None,
     sample_memory: bool = False,
 ) -> RunResult:
-    """Run ``cmd`` (no shell) and measure it; output is captured through temporary files."""
+    """Run ``cmd`` (no shell) and measure it; output is captured through temporary files.
+
+    With ``sample_memory`` the command also runs under ``/usr/bin/time`` (when present), whose
+    "maximum resident set size" is the largest single process of the command's tree: taken
+    from our own ``wait4`` instead, it would start from this (possibly large) parent's RSS.
+    """
+    time_out = None
+    if sample_memory and os.path.exists(TIME_V):
+        handle, time_out = tempfile.mkstemp(prefix="te-bench-time-")
+        os.close(handle)
+        cmd = [TIME_V, "-o", time_out, "-f", "%M", *cmd]
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.perf_counter()
         proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=out, stderr=err)
@@ -107,12 +121,21 @@ def run_timed(
             sampler.join()
         out.seek(0)
         err.seek(0)
+        maxrss_mb = usage.ru_maxrss / 1024.0
+        if time_out:
+            try:
+                with open(time_out, encoding="utf-8") as handle:
+                    maxrss_mb = int(handle.read().split()[-1]) / 1024.0
+            except (OSError, ValueError, IndexError):
+                pass
+            finally:
+                os.unlink(time_out)
         return RunResult(
             cmd=list(cmd),
             rc=proc.returncode,
             wall_s=wall,
             cpu_s=usage.ru_utime + usage.ru_stime,
-            maxrss_mb=usage.ru_maxrss / 1024.0,
+            maxrss_mb=maxrss_mb,
             tree_rss_mb=(sampler.peak_pages * _PAGE / 2**20) if sampler else None,
             stdout=out.read().decode("utf-8", "replace"),
             stderr=err.read().decode("utf-8", "replace"),

@@ -314,11 +314,14 @@ def run_workload(
             except (ValueError, KeyError, TypeError, AttributeError) as error:
                 _log(f"    ! cannot parse {tool.name} output: {error}")
                 results[tool.name].findings.append([])
+            # Keep this process small: its RSS is what forked children start from.
+            res.stdout, res.stderr = "", res.stderr[-2000:]
     if memory:
         for tool in tools:
             if tool.family == "ours":
                 res = run_timed(tool.argv(workload), cwd=workload.cwd, env=tool.env,
                                 timeout=timeout, sample_memory=True)
+                res.stdout, res.stderr = "", res.stderr[-2000:]
                 results[tool.name].memory = res
                 _log(f"  [{workload.name}] memory {tool.name}: tree peak "
                      f"{res.tree_rss_mb:.1f} MB, largest process {res.maxrss_mb:.1f} MB")
@@ -409,19 +412,20 @@ def print_table(summary: dict[str, Any], ncores: int) -> None:
     print()
     print(f"## {w['name']}: {w['files']} files, {w['lines']:,} lines, "
           f"{w['relevant_files']} mention is_first_microbatch")
-    header = (f"| {'tool':<28} | median s | min s | cpu s | max RSS MB | findings | stable "
+    header = (f"| {'tool':<28} | median s | min s | cpu s | peak MB | findings | stable "
               f"| {ref_name} / tool |")
     print(header)
     print("|" + "|".join("-" * (len(c)) for c in header.split("|")[1:-1]) + "|")
     for name, t in tools.items():
         med = t["median_s"]
         ratio = f"{ref / med:.2f}x" if ref and med else "-"
-        rss = f"{t['maxrss_mb_max']:.0f}" if t["maxrss_mb_max"] is not None else "-"
+        peak = t["memory_tree_peak_mb"]
+        rss = f"{peak:.0f}" if peak is not None else "-"
         findings = "-" if t["findings"] is None else str(t["findings"])
         if t["rcs"] and all(rc not in (0, 1) for rc in t["rcs"]):
             findings = f"error rc={t['rcs'][0]}"
         print(f"| {name:<28} | {_fmt_s(med):>8} | {_fmt_s(t['min_s']):>5} | "
-              f"{_fmt_s(t['cpu_s_median']):>5} | {rss:>10} | {findings:>8} | "
+              f"{_fmt_s(t['cpu_s_median']):>5} | {rss:>7} | {findings:>8} | "
               f"{'yes' if t['stable_across_runs'] else 'NO':>6} | {ratio:>16} |")
     if summary["check_identical_across_jobs_and_runs"] is not None:
         print(f"check findings identical across --jobs and runs: "

@@ -115,7 +115,8 @@ def discover(
     seen: set[str] = set()
 
     def add(path: str) -> None:
-        key = os.path.normcase(os.path.abspath(path))
+        # Resolved, so that a symlink and its target are one file (never two writers).
+        key = os.path.normcase(os.path.realpath(path))
         if key not in seen:
             seen.add(key)
             found.files.append(path)

@@ -316,6 +316,13 @@ def te_programs(draw: st.DrawFn, filler: st.SearchStrategy[str] | None = None) -
                 1,
             )
         )
+    if draw(st.booleans()):  # no `self` in scope: the guard strategy must fall back to None
+        lines.append(
+            "\n\ndef helper(x, fc=None):\n"
+            f"{unit}local = {ctor}(4, 4)\n"
+            f"{unit}y = local(x, is_first_microbatch={draw(values())})\n"
+            f"{unit}return fc(y, is_first_microbatch={draw(values())})\n"
+        )
     text = "".join(lines)
     newline = draw(st.sampled_from(["\n", "\n", "\r\n", "\r"]))
     if newline != "\n":
