@@ -10,7 +10,7 @@ load) hits both alike; the medians are compared.
     python benchmarks/monitor_overhead.py                      # JSON to stdout
     python benchmarks/monitor_overhead.py --out benchmarks/results/monitor_overhead.json
 
-No pass/fail: the numbers are for the report (``docs/monitor.md``), not for CI.
+No pass/fail: the numbers are for the report (the README, "Runtime monitor"), not for CI.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ A module called once per microbatch (``True`` then ``False``, ``False``, ... acr
 microbatches of a step) is the intended use and is not reported. The monitor flags the calling
 pattern; whether gradient is really lost also depends on ``fuse_wgrad_accumulation``, which is
 not always visible (wrappers, plain torch modules), so it is checked only with
-``only_fused=True``. See ``docs/monitor.md``.
+``only_fused=True``. See the README, "Runtime monitor".
 
 Importing this module does not import torch; torch is imported when a monitor is created.
 """

@@ -1,4 +1,4 @@
-"""Every ``$ command`` example in docs/cli.md prints what the docs say it prints.
+"""Every ``$ command`` example in README.md prints what the docs say it prints.
 
 Each ```` ```text ```` block that starts with ``$ `` is run in a fresh copy of ``examples/``;
 its stdout followed by its stderr must equal the block's remaining lines. pre-commit examples
@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 PROJECT = Path(__file__).resolve().parent.parent
-DOC = PROJECT / "docs" / "cli.md"
+DOC = PROJECT / "README.md"
 BLOCK = re.compile(r"```text\n\$ (?P<command>[^\n]+)\n(?P<output>.*?)```", re.S)
 
 
