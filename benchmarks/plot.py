@@ -12,7 +12,7 @@ STYLE = {
     "ruff --select F": ("#ff9896", "v", "--"),
     "flake8 --select TEM": ("#2ca02c", "D", "-"),
     "flake8 --select F": ("#98df8a", "d", "--"),
-    "grep -rl": ("#7f7f7f", "x", ":"),
+    "grep -rl": ("#7f7f7f", "X", ":"),
     "torchfix --select ALL": ("#9467bd", "*", "none"),
 }
 
@@ -53,17 +53,19 @@ def plot_scaling(data: dict[str, Any], path: Path) -> None:
                                    zorder=5, label=tool if not pts else None)
         if fraction is None or fraction < 0.5:
             for w in corpora:
-                ax.annotate(w["workload"]["name"].rsplit("-", 1)[0],
-                            (w["workload"]["lines"], ax.get_ylim()[0]),
-                            xytext=(2, 4), textcoords="offset points", fontsize=7,
-                            rotation=90, color="0.3")
-                ax.axvline(w["workload"]["lines"], color="0.85", linewidth=0.8, zorder=0)
+                ax.axvline(w["workload"]["lines"], color="0.8", linewidth=0.8, zorder=0)
+                ax.text(w["workload"]["lines"], 0.985, w["workload"]["name"],
+                        transform=ax.get_xaxis_transform(), fontsize=6, rotation=90,
+                        color="0.3", ha="right", va="top",
+                        bbox={"facecolor": "white", "alpha": 0.7, "edgecolor": "none",
+                              "pad": 0.5})
         ax.set_xscale("log")
         ax.set_yscale("log")
         title = "synthetic trees" if fraction is None else (
             f"{fraction * 100:g}% of files mention is_first_microbatch")
-        ax.set_title(title + (" (+ real packages)" if fraction is None or fraction < 0.5 else ""),
-                     fontsize=9)
+        if fraction is None or fraction < 0.5:
+            title += "\n(outlined markers: real packages)"
+        ax.set_title(title, fontsize=8.5)
         ax.set_xlabel("lines of Python")
         ax.grid(True, which="both", linewidth=0.3, alpha=0.6)
     axes[0][0].set_ylabel("wall time, s (median)")

@@ -353,6 +353,19 @@ def plugin_attribution(workload: Workload, timeout: float) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------- summaries
 
 
+def reuse_torchfix(summary: dict[str, Any], path: Path) -> None:
+    """Copy the TorchFix row for the same workload from an earlier results file (marked)."""
+    earlier = json.loads(path.read_text(encoding="utf-8"))
+    for old in earlier["workloads"]:
+        if old["workload"]["name"] == summary["workload"]["name"]:
+            row = old["tools"].get("torchfix --select ALL")
+            if row:
+                summary["tools"]["torchfix --select ALL"] = {
+                    **row, "reused_from": str(path), "measured_at": earlier["meta"]["date_utc"]
+                }
+            return
+
+
 def _median(values: list[float]) -> float | None:
     return statistics.median(values) if values else None
 
@@ -614,6 +627,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="also time flake8 --select E,W,F,C90 vs E,W,F,C90,TEM on megatron-core")
     p.add_argument("--with-torchfix", action="store_true",
                    help=f"TorchFix {TORCHFIX_VERSION} on megatron-core, once, in its own venv")
+    p.add_argument("--reuse-torchfix", type=Path, default=None, metavar="RESULTS_JSON",
+                   help="take TorchFix's megatron-core timing from an earlier run's JSON")
     p.add_argument("--no-memory", action="store_true", help="skip the sampled memory runs")
     p.add_argument("--jobs-max", type=int, default=os.cpu_count() or 1,
                    help="the N of `check -jN` (default: all cores)")
@@ -673,6 +688,8 @@ def main(argv: list[str] | None = None) -> int:
         memory = not args.no_memory and (biggest_worst or workload.kind == "corpus")
         runs = run_workload(workload, chosen, args.repeats, args.timeout, memory)
         summary = summarize(workload, runs, ncores)
+        if args.reuse_torchfix and workload.name.startswith("megatron"):
+            reuse_torchfix(summary, args.reuse_torchfix)
         summaries.append(summary)
         print_table(summary, ncores)
         sys.stdout.flush()

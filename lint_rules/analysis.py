@@ -447,66 +447,47 @@ class Analyzer:
 
     # -- class hierarchy ----------------------------------------------------------------------
 
-    def class_te_base(self, node: ast.ClassDef, seen: set[int] | None = None) -> str | None:
+    def lineage(self, node: ast.ClassDef) -> list[ast.ClassDef]:
+        """The class and its ancestors defined in this file, nearest first, each once."""
+        key = ("lineage", id(node), "")
+        if key not in self.memo:
+            found: list[ast.ClassDef] = []
+            pending = [node]
+            while pending:
+                current = pending.pop(0)
+                if any(current is seen for seen in found):
+                    continue
+                found.append(current)
+                for base in current.bases:
+                    kind = self.resolve(base, None)
+                    if kind.tag == "class" and kind.node is not None:
+                        pending.append(kind.node)
+            self.memo[key] = found
+        return self.memo[key]
+
+    def outside_bases(self, node: ast.ClassDef) -> list[Kind]:
+        """What the lineage's bases that are not in-file classes resolve to."""
+        kinds = (self.resolve(base, None) for cls in self.lineage(node) for base in cls.bases)
+        return [kind for kind in kinds if kind.tag != "class"]
+
+    def class_te_base(self, node: ast.ClassDef) -> str | None:
         """The TE module class this in-file class derives from, if any."""
-        if seen is None:
-            key = ("class_te_base", id(node), "")
-            if key not in self.memo:
-                self.memo[key] = self.class_te_base(node, set())
-            return self.memo[key]
-        if id(node) in seen:
-            return None
-        seen.add(id(node))
-        for base in node.bases:
-            kind = self.resolve(base, None)
-            if kind.tag == "te_class":
-                return kind.name
-            if kind.tag == "class" and kind.node is not None:
-                found = self.class_te_base(kind.node, seen)
-                if found:
-                    return found
-        return None
+        return next((k.name for k in self.outside_bases(node) if k.tag == "te_class"), None)
 
-    def class_may_be_te(self, node: ast.ClassDef, seen: set[int] | None = None) -> bool:
+    def class_may_be_te(self, node: ast.ClassDef) -> bool:
         """True when a base is imported from a module we cannot see (maybe a TE subclass)."""
-        if seen is None:
-            key = ("class_may_be_te", id(node), "")
-            if key not in self.memo:
-                self.memo[key] = self.class_may_be_te(node, set())
-            return self.memo[key]
-        if id(node) in seen:
-            return False
-        seen.add(id(node))
-        for base in node.bases:
-            kind = self.resolve(base, None)
-            if kind.tag == "qualname":
-                if not kind.name.startswith(_NON_TE_BASE_PREFIXES) and not kind.name.startswith(
-                    TE_ROOT + "."
-                ):
-                    return True
-            elif kind.tag == "class" and kind.node is not None:
-                if self.class_may_be_te(kind.node, seen):
-                    return True
-            elif kind.tag == "unknown":
-                return True
-        return False
+        return any(
+            kind.tag == "unknown"
+            or (
+                kind.tag == "qualname"
+                and not kind.name.startswith(_NON_TE_BASE_PREFIXES)
+                and not kind.name.startswith(TE_ROOT + ".")
+            )
+            for kind in self.outside_bases(node)
+        )
 
-    def _class_defines(self, node: ast.ClassDef, method: str, seen: set[int] | None = None) -> bool:
-        seen = seen or set()
-        if id(node) in seen:
-            return False
-        seen.add(id(node))
-        if method in self._class(node).methods:
-            return True
-        for base in node.bases:
-            kind = self.resolve(base, None)
-            if (
-                kind.tag == "class"
-                and kind.node is not None
-                and self._class_defines(kind.node, method, seen)
-            ):
-                return True
-        return False
+    def _class_defines(self, node: ast.ClassDef, method: str) -> bool:
+        return any(method in self._class(cls).methods for cls in self.lineage(node))
 
     def _instance_of_class(self, node: ast.ClassDef) -> Kind:
         te = self.class_te_base(node)
@@ -652,38 +633,33 @@ class Analyzer:
             return base
         return UNKNOWN
 
-    def self_attribute(self, cls: ast.ClassDef, attr: str, seen: set[int] | None = None) -> Kind:
+    def self_attribute(self, cls: ast.ClassDef, attr: str) -> Kind:
         """``self.attr``: a method (not TE), or what the class's methods assign to it."""
-        if seen is None:
-            key = ("self_attribute", id(cls), attr)
-            if key not in self.memo:
-                self.memo[key] = self.self_attribute(cls, attr, set())
+        key = ("self_attribute", id(cls), attr)
+        if key in self.memo:
             return self.memo[key]
-        if id(cls) in seen:
-            return UNKNOWN
-        seen.add(id(cls))
-        info = self._class(cls)
-        if attr in info.methods:
-            return NOT_TE
-        if attr == "forward":
-            te = self.class_te_base(cls)
+        self.memo[key] = UNKNOWN  # a cycle through this attribute resolves to unknown
+        result = UNKNOWN
+        for owner in self.lineage(cls):
+            info = self._class(owner)
+            if attr in info.methods:
+                result = NOT_TE
+                break
+            kinds = [
+                self.resolve(value, self._scope(method, None, owner))
+                for value, method in info.attributes.get(attr, [])
+            ]
+            if attr in info.class_attributes:
+                kinds.append(self.resolve(info.class_attributes[attr], None))
+            if kinds:
+                result = join(kinds)
+                break
+        else:
+            te = self.class_te_base(cls) if attr == "forward" else None
             if te:
-                return Kind("te_instance", te, node=cls)
-        kinds: list[Kind] = []
-        for value, method in info.attributes.get(attr, []):
-            method_scope = self._scope(method, None, cls)
-            kinds.append(self.resolve(value, method_scope))
-        if attr in info.class_attributes:
-            kinds.append(self.resolve(info.class_attributes[attr], None))
-        if kinds:
-            return join(kinds)
-        for base in cls.bases:
-            kind = self.resolve(base, None)
-            if kind.tag == "class" and kind.node is not None:
-                found = self.self_attribute(kind.node, attr, seen)
-                if found != UNKNOWN:
-                    return found
-        return UNKNOWN
+                result = Kind("te_instance", te, node=cls)
+        self.memo[key] = result
+        return result
 
     def super_kind(self, cls: ast.ClassDef) -> Kind:
         te = self.class_te_base(cls)
