@@ -6,6 +6,8 @@ what the plugin costs. This shim runs the real flake8 ``main`` and:
 
 - ``TE_BENCH_FLAKE8_WITHOUT=TEM`` drops plugins with those entry-point names before flake8
   loads them (as if the package were not installed): the baseline for "added cost";
+- ``TE_BENCH_PLUGIN_NOOP=1`` keeps the plugin registered and called but makes its ``run``
+  return nothing: separates the cost of having it installed from the cost of its analysis;
 - ``TE_BENCH_PLUGIN_TIMES=path`` wraps our checker's ``__init__`` and ``run`` (consuming its
   result) and appends ``{"pid", "calls", "seconds"}`` per process to ``path`` at exit: an
   attribution that is not blurred by run-to-run noise (run flake8 with ``--jobs 1``).
@@ -72,10 +74,22 @@ def _time_plugin(path: str) -> None:
     atexit.register(dump)
 
 
+def _noop_plugin() -> None:
+    """Keep the plugin installed, loaded and called, but make its ``run`` do nothing."""
+    from lint_rules import flake8_plugin
+
+    def run(self: Any) -> Any:
+        return iter(())
+
+    flake8_plugin.TEMicrobatchChecker.run = run  # type: ignore[method-assign]
+
+
 def main() -> int:
     without = {n for n in os.environ.get("TE_BENCH_FLAKE8_WITHOUT", "").split(",") if n}
     if without:
         _drop_plugins(without)
+    if os.environ.get("TE_BENCH_PLUGIN_NOOP"):
+        _noop_plugin()
     times = os.environ.get("TE_BENCH_PLUGIN_TIMES")
     if times and "TEM" not in without:
         _time_plugin(times)

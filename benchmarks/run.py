@@ -481,9 +481,14 @@ def evaluate_targets(summaries: list[dict[str, Any]], ncores: int,
             entry = out["megatron_check_vs_ruff_B"]
             entry["met"] = entry["ratio_default_jobs"] <= TARGETS["check_vs_ruff_max"]
         tf = med(mc, "torchfix --select ALL")
+        tf_row = mc["tools"].get("torchfix --select ALL", {})
         out["megatron_torchfix_vs_check"] = {
             "torchfix_s": tf if tf else ISSUE_TORCHFIX_MEGATRON_S,
-            "torchfix_measured_here": bool(tf),
+            "torchfix_source": (
+                "issue 5 (not measured here)" if not tf
+                else f"reused: {tf_row['reused_from']} ({tf_row.get('measured_at')})"
+                if "reused_from" in tf_row else "this run"
+            ),
             "check_s": med(mc, f"check -j{ncores}"),
         }
         t = out["megatron_torchfix_vs_check"]

@@ -90,7 +90,15 @@ def join(kinds: Sequence[Kind]) -> Kind:
     first = kinds[0]
     if all(k == first for k in kinds):
         return first
-    for tag in ("te_instance", "te_class", "unbound", "reject", "container"):
+    te = [k for k in kinds if k.tag == "te_instance"]
+    if te:
+        # Keep the class only when every alternative is that class (or plainly not TE, like a
+        # `None` placeholder): TEM002 reads the flag's position from it.
+        others_inert = all(k.tag == "te_instance" or k == NOT_TE for k in kinds)
+        if others_inert and len({k.name for k in te}) == 1:
+            return te[0]
+        return Kind("te_instance", "")
+    for tag in ("te_class", "unbound", "reject", "container"):
         for k in kinds:
             if k.tag == tag:
                 return k
@@ -136,15 +144,25 @@ class Scope:
     @property
     def self_name(self) -> str | None:
         """The first parameter of a method (``self``), if this function is one."""
+        return self._first_parameter() if self._method_kind() == "instance" else None
+
+    @property
+    def cls_name(self) -> str | None:
+        """The first parameter of a classmethod (``cls``), if this function is one."""
+        return self._first_parameter() if self._method_kind() == "class" else None
+
+    def _first_parameter(self) -> str | None:
+        assert isinstance(self.node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        args = self.node.args.posonlyargs + self.node.args.args
+        return args[0].arg if args else None
+
+    def _method_kind(self) -> str | None:
         if self.cls is None or not isinstance(self.node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             return None
-        args = self.node.args.posonlyargs + self.node.args.args
-        if not args:
+        names = {d.id for d in self.node.decorator_list if isinstance(d, ast.Name)}
+        if "staticmethod" in names:
             return None
-        for deco in self.node.decorator_list:
-            if isinstance(deco, ast.Name) and deco.id in ("staticmethod", "classmethod"):
-                return None
-        return args[0].arg
+        return "class" if "classmethod" in names else "instance"
 
 
 def _target_names(target: ast.expr) -> Iterator[ast.Name]:
@@ -160,9 +178,8 @@ def _target_names(target: ast.expr) -> Iterator[ast.Name]:
 class _ScopeCollector:
     """Collect a function's bindings, with the guarding branches each one sits in."""
 
-    def __init__(self, scope: Scope, module_aliases: dict[str, str]) -> None:
+    def __init__(self, scope: Scope) -> None:
         self.scope = scope
-        self.aliases = module_aliases
 
     def bind(self, name: str, binding: Binding) -> None:
         self.scope.bindings.setdefault(name, []).append(binding)
@@ -282,8 +299,6 @@ class _ScopeCollector:
 def _constant_str(node: ast.AST) -> str | None:
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return node.value
-    if isinstance(node, ast.Index):  # pragma: no cover - Python 3.8 only
-        return _constant_str(node.value)  # type: ignore[attr-defined]
     return None
 
 
@@ -441,7 +456,7 @@ class Analyzer:
         scope = self.scopes.get(node)
         if scope is None:
             scope = Scope(node, parent, cls)
-            _ScopeCollector(scope, self.aliases).collect(node)
+            _ScopeCollector(scope).collect(node)
             self.scopes[node] = scope
         return scope
 
@@ -492,7 +507,8 @@ class Analyzer:
     def _instance_of_class(self, node: ast.ClassDef) -> Kind:
         te = self.class_te_base(node)
         if te is not None:
-            return Kind("te_instance", te, node=node)
+            overridden = self._class_defines(node, "forward")
+            return Kind("te_instance", "" if overridden else te, node=node)
         if self.class_may_be_te(node):
             return UNKNOWN
         return Kind("local_instance", node.name, node=node)
@@ -514,6 +530,8 @@ class Analyzer:
             if name in owner.params and name not in owner.bindings:
                 if owner.self_name == name and owner.cls is not None:
                     return Kind("self", owner.cls.name, node=owner.cls)
+                if owner.cls_name == name and owner.cls is not None:
+                    return Kind("class", owner.cls.name, node=owner.cls)
                 annotation = owner.params[name]
                 if annotation is not None:
                     return self.instance_of(self.resolve(annotation, None))
@@ -584,7 +602,7 @@ class Analyzer:
             return join([self.resolve(node.left, scope), self.resolve(node.right, scope)])
         if isinstance(node, ast.IfExp):
             return join([self.resolve(node.body, scope), self.resolve(node.orelse, scope)])
-        if isinstance(node, ast.Constant):
+        if isinstance(node, (ast.Constant, ast.Lambda)):
             return NOT_TE
         return UNKNOWN
 
@@ -664,7 +682,11 @@ class Analyzer:
     def super_kind(self, cls: ast.ClassDef) -> Kind:
         te = self.class_te_base(cls)
         if te:
-            return te_instance(te)
+            # An in-file ancestor's own forward runs first: its signature, not TE's, decides
+            # where a positional flag goes, so the class is left unknown (no TEM002).
+            ancestors = self.lineage(cls)[1:]
+            overridden = any("forward" in self._class(c).methods for c in ancestors)
+            return te_instance("" if overridden else te)
         if self.class_may_be_te(cls):
             return UNKNOWN
         return NOT_TE
@@ -721,7 +743,13 @@ class Analyzer:
             return False
         head, _, rest = spelled.partition(".")
         qual = spelled
-        if (scope is None or scope.lookup(head) is None) and head in self.aliases:
+        owner = scope.lookup(head) if scope is not None else None
+        imported = (
+            [b.qualname for b in owner.bindings.get(head, []) if b.how == "import"] if owner else []
+        )
+        if imported:
+            qual = imported[0] + ("." + rest if rest else "")
+        elif owner is None and head in self.aliases:
             qual = self.aliases[head] + ("." + rest if rest else "")
         for guard in self.guards:
             if "." in guard:
@@ -749,6 +777,8 @@ class Analyzer:
             if isinstance(test.op, ast.And):
                 return any(parts) if positive else all(parts)
             return all(parts) if positive else any(parts)
+        if isinstance(test, ast.NamedExpr):
+            return self.implies_guard(test.value, positive, scope, depth + 1)
         if not positive:
             return False
         if self.is_guard_call(test, scope):
@@ -829,6 +859,12 @@ class Analyzer:
     def _walk_body(self, body: Sequence[ast.AST], ctx: _Context) -> None:
         for node in body:
             self._walk(node, ctx)
+            if isinstance(node, ast.If) and node.body and _leaves_block(node.body[-1]):
+                # `if not tracked(cfg): return ...`: what follows runs only when the test is
+                # false, exclusive with the `if` body (like an `else`).
+                ctx = ctx.branch(node.test, False, node, 1)
+            elif isinstance(node, ast.If) and node.orelse and _leaves_block(node.orelse[-1]):
+                ctx = ctx.branch(node.test, True, node, 0)
 
     def _walk(self, node: ast.AST, ctx: _Context) -> None:
         if isinstance(node, ast.ClassDef):
@@ -908,12 +944,14 @@ class Analyzer:
         scope = self.scope_of(ctx)
         kind = self.callee_kind(call, scope)
         if kind.tag == "reject":
-            self._check_rejecting(call, kind, flag_kw, splats, scope)
+            self._check_rejecting(call, kind, flag_kw, splats)
             return
         if kind.tag == "te_instance" or kind.tag == "unbound":
             cls = kind.name
             shift = 1 if kind.tag == "unbound" else 0
-            target = f"TE {cls} `{_describe(call.func)}`"
+            target = f"TE {cls or 'module'} `{_describe(call.func)}`"
+        elif kind.tag == "unknown" and flag_kw is None and not splats:
+            return  # positional arguments of an unknown callee: no class, no TEM002
         elif kind.tag == "unknown" and self.settings.unresolved == "report":
             cls = ""
             shift = 0
@@ -921,7 +959,14 @@ class Analyzer:
         else:
             return
         guarded = self.branches_guarded(ctx.branches, scope)
-        repeated = self._repeat_reason(call, ctx)
+        flag_arg = flag_kw.value if flag_kw is not None else None
+        if flag_arg is None and cls:
+            index = FLAG_POSITION[cls] + shift
+            if len(call.args) > index:
+                flag_arg = call.args[index]
+        repeated = (
+            None if flag_arg is None or _is_none(flag_arg) else self._repeat_reason(call, ctx)
+        )
         flag_value: ast.expr | None = None
         flag_node: ast.AST | None = None
         shared_fix: Fix | None = None  # what TEM005 does: None, whatever the strategy
@@ -997,7 +1042,6 @@ class Analyzer:
         kind: Kind,
         flag_kw: ast.keyword | None,
         splats: list[ast.keyword],
-        scope: Scope | None,
     ) -> None:
         target = f"TE {kind.name} `{_describe(call.func)}`"
         if flag_kw is not None:
@@ -1051,11 +1095,11 @@ class Analyzer:
     def _repeat_reason(self, call: ast.Call, ctx: _Context) -> str | None:
         """Why this call may run more than once per forward (a loop over a fixed module)."""
         for loop in reversed(ctx.loops):
-            bound = _loop_bound_names(loop)
+            bound, runs_backward = self._loop_facts(loop)
             used = {n.id for n in ast.walk(call.func) if isinstance(n, ast.Name)}
             if used & bound:
                 return None
-            if _loop_runs_backward(loop):
+            if runs_backward:
                 return None
             kind = (
                 "comprehension"
@@ -1064,6 +1108,13 @@ class Analyzer:
             )
             return f"called in a {kind} at line {loop.lineno}"
         return None
+
+    def _loop_facts(self, loop: ast.AST) -> tuple[set[str], bool]:
+        """The names a loop binds and whether it runs backward, computed once per loop."""
+        key = ("loop", id(loop), "")
+        if key not in self.memo:
+            self.memo[key] = (_loop_bound_names(loop), _loop_runs_backward(loop))
+        return self.memo[key]
 
     def _report_repeated_calls(self) -> None:
         for sites in self.sites.values():
@@ -1103,10 +1154,10 @@ class Analyzer:
         if repeated or self.settings.fix_strategy == "none":
             return Fix((Edit(start, end, f"{prefix}None"),))
         guard = self._guard_expression(scope)
-        if guard is None:
+        if isinstance(guard, str):
             return Fix(
                 (Edit(start, end, f"{prefix}None"),),
-                note=f"guard strategy fell back to None: `{self._config_root()}` is not in scope",
+                note=f"guard strategy fell back to None: {guard}",
             )
         call, import_name = guard
         wrap = span is None and isinstance(value, _WRAP_IN_PARENS)
@@ -1170,12 +1221,18 @@ class Analyzer:
     def _config_root(self) -> str:
         return self.settings.guard_config.split(".", 1)[0].split("(", 1)[0].strip()
 
-    def _guard_expression(self, scope: Scope | None) -> tuple[str, str | None] | None:
+    def _guard_expression(self, scope: Scope | None) -> tuple[str, str | None] | str:
+        """The guard call and the import it needs, or why the guard cannot be used here."""
         root = self._config_root()
         if root and (scope is None or scope.lookup(root) is None) and root not in self.aliases:
-            return None
+            return f"`{root}` is not in scope"
         dotted = self.settings.guard_import
         name = dotted.rsplit(".", 1)[-1]
+        owner = scope.lookup(name) if scope is not None else None
+        if owner is not None and not any(
+            b.how == "import" and b.qualname == dotted for b in owner.bindings.get(name, [])
+        ):
+            return f"a local `{name}` would shadow the guard"
         needs_import: str | None = dotted if "." in dotted else None
         if name in self.aliases or name in self.module_functions:
             needs_import = None
@@ -1243,6 +1300,10 @@ def _exclusive(a: _CallSite, b: _CallSite) -> bool:
     return any(node in arms_a and arms_a[node] != arm for node, arm in b.exclusive_path)
 
 
+def _leaves_block(stmt: ast.AST) -> bool:
+    return isinstance(stmt, (ast.Return, ast.Raise, ast.Continue, ast.Break))
+
+
 def _loop_bound_names(loop: ast.AST) -> set[str]:
     names: set[str] = set()
     if isinstance(loop, (ast.For, ast.AsyncFor)):
@@ -1265,13 +1326,13 @@ def _loop_runs_backward(loop: ast.AST) -> bool:
             if isinstance(node, ast.Call):
                 func = node.func
                 name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-                if name == "backward":
+                if "backward" in name:  # .backward(), torch.autograd.backward, backward_step
                     return True
     return False
 
 
 def _describe(func: ast.expr) -> str:
-    text = ast.unparse(func) if hasattr(ast, "unparse") else (_dotted(func) or "callee")
+    text = ast.unparse(func)
     return text if len(text) <= 60 else text[:57] + "..."
 
 

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from lint_rules.analysis import analyze_source
 from lint_rules.findings import Edit, Finding
 from lint_rules.noqa import filter_noqa, split_lines
-from lint_rules.rules import FIXABLE_CODES
 from lint_rules.settings import DEFAULT_SETTINGS, Settings
 
 
@@ -61,9 +60,8 @@ def apply_edits(text: str, findings: list[Finding]) -> tuple[str, list[Finding],
     """Apply each finding's edits; a fix that collides with an earlier one is skipped."""
     lines = split_lines(text)
     starts = _offsets(lines)
-    # TEM005's None must win over a guard for the same value (a guard does not make a module
-    # called twice safe), so it is taken first.
-    ordered = sorted(findings, key=lambda f: (f.code != "TEM005", f.line, f.col, f.code))
+    # Findings on one value carry one fix (the core shares TEM005's None), applied once.
+    ordered = sorted(findings, key=lambda f: f.sort_key)
     taken: list[tuple[int, int]] = []
     accepted: list[tuple[int, int, str]] = []
     applied: list[Finding] = []
@@ -127,7 +125,7 @@ def fix_source(
     if not findings:
         return FixResult(text)
     kept, _ = filter_noqa(findings, text, disable_noqa)
-    fixable = [f for f in kept if f.code in FIXABLE_CODES and f.fix is not None]
+    fixable = [f for f in kept if f.fix is not None]  # TEM004 carries no fix
     if not fixable:
         return FixResult(text)
     new_text, applied, notes = apply_edits(text, fixable)

@@ -7,8 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from lint_rules import __version__
-from lint_rules.analysis import analyze_tree
-from lint_rules.rules import FLAG
+from lint_rules.analysis import analyze_tree, mentions_flag
 from lint_rules.settings import DEFAULT_SETTINGS, UNRESOLVED_CHOICES, Settings
 
 
@@ -38,6 +37,14 @@ class TEMicrobatchChecker:
             "value tracked, in addition to is_first_microbatch_tracked.",
         )
         parser.add_option(
+            "--te-guard-import",
+            default=DEFAULT_SETTINGS.guard_import,
+            parse_from_config=True,
+            help="Dotted name of the guard that `te-microbatch-lint fix --fix-strategy guard` "
+            "inserts; it always counts as a guard. Keep it equal to `guard-import` in "
+            "[tool.te-microbatch-lint].",
+        )
+        parser.add_option(
             "--te-unresolved",
             default="report",
             choices=UNRESOLVED_CHOICES,
@@ -52,10 +59,13 @@ class TEMicrobatchChecker:
         if isinstance(guards, str):
             guards = [g.strip() for g in guards.replace(",", " ").split()]
         unresolved = getattr(options, "te_unresolved", None) or "report"
-        cls.settings = Settings(unresolved=unresolved).with_extra_guards(list(guards))
+        guard_import = getattr(options, "te_guard_import", None) or DEFAULT_SETTINGS.guard_import
+        cls.settings = Settings(unresolved=unresolved, guard_import=guard_import).with_extra_guards(
+            list(guards)
+        )
 
     def run(self) -> Iterator[tuple[int, int, str, type]]:
-        if not any(FLAG in line for line in self.lines):
+        if not mentions_flag("".join(self.lines)):
             return
         for finding in analyze_tree(self.tree, self.settings):
             yield finding.line, finding.col, finding.message, type(self)

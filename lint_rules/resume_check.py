@@ -515,9 +515,7 @@ def first_divergence(
     """The first step (of those both recorded) whose digests differ, and the tensors that do."""
     for step in sorted(set(a) & set(b)):
         da, db = a[step], b[step]
-        names = sorted(
-            (n for n in set(da) | set(db) if da.get(n) != db.get(n)), key=_report_order
-        )
+        names = sorted((n for n in set(da) | set(db) if da.get(n) != db.get(n)), key=_report_order)
         if names:
             return step, names
     return None

@@ -185,9 +185,7 @@ class Linear(_FusedWgradBase):
         self.weight = self._weight(out_features, in_features)
         self.bias = self._bias(out_features) if bias else None
 
-    def forward(
-        self, inp: torch.Tensor, is_first_microbatch: bool | None = None
-    ) -> torch.Tensor:
+    def forward(self, inp: torch.Tensor, is_first_microbatch: bool | None = None) -> torch.Tensor:
         return self._linear(inp, self.weight, self.bias, is_first_microbatch)
 
 
@@ -219,9 +217,7 @@ class LayerNormLinear(_FusedWgradBase):
         self.weight = self._weight(out_features, in_features)
         self.bias = self._bias(out_features) if bias else None
 
-    def forward(
-        self, inp: torch.Tensor, is_first_microbatch: bool | None = None
-    ) -> torch.Tensor:
+    def forward(self, inp: torch.Tensor, is_first_microbatch: bool | None = None) -> torch.Tensor:
         normed = F.layer_norm(
             inp, (self.in_features,), self.layer_norm_weight, self.layer_norm_bias, self.eps
         )
@@ -273,4 +269,3 @@ class GroupedLinear(_FusedWgradBase):
             for i, chunk in enumerate(torch.split(inp, list(m_splits)))
         ]
         return torch.cat(outs) if outs else inp.new_empty(0, self.out_features)
-

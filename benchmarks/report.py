@@ -1,0 +1,94 @@
+"""Render a results JSON of ``benchmarks/run.py`` as the Markdown tables of docs/benchmarks.md.
+
+    python benchmarks/report.py benchmarks/results/<file>.json
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+REAL_TOOLS = (
+    "check -j1", "check -j2", "ruff --select B", "ruff --select F", "grep -rl",
+    "flake8 --select TEM", "flake8 --select F", "flake8 default", "flake8 default -TEMplugin",
+    "flake8 -s E,W,F,C90", "flake8 -s E,W,F,C90,TEM", "torchfix --select ALL",
+)
+
+
+def _s(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.3f}" if value < 1 else f"{value:.2f}" if value < 100 else f"{value:.0f}"
+
+
+def real_table(w: dict[str, Any], ref: str = "check -j2") -> str:
+    tools = w["tools"]
+    ref_s = tools.get(ref, {}).get("median_s")
+    wl = w["workload"]
+    out = [
+        f"**{wl['name']}** ({wl['files']} files, {wl['lines']:,} lines, "
+        f"{wl['relevant_files']} mention `is_first_microbatch`)",
+        "",
+        f"| tool | median s | min s | CPU s | peak MB | findings | `{ref}` time ÷ tool time |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name in REAL_TOOLS:
+        t = tools.get(name)
+        if not t:
+            continue
+        ratio = f"{ref_s / t['median_s']:.3g}" if ref_s and t["median_s"] else "-"
+        label = name + (" (run once, earlier run)" if "reused_from" in t else
+                        " (run once)" if name.startswith("torchfix") else "")
+        peak = t.get("memory_tree_peak_mb")
+        findings = str(t["findings"])
+        out.append(f"| `{label}` | {_s(t['median_s'])} | {_s(t['min_s'])} | "
+                   f"{_s(t['cpu_s_median'])} | {f'{peak:.0f}' if peak else '-'} | {findings} | "
+                   f"{ratio} |")
+    return "\n".join(out)
+
+
+def scaling_table(workloads: list[dict[str, Any]]) -> str:
+    out = [
+        "| relevant | files | lines | check -j1 s | check -j2 s | ruff B s | ruff F s "
+        "| grep s | findings (= expected) |",
+        "|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for w in workloads:
+        wl, t = w["workload"], w["tools"]
+        if wl["kind"] != "synth":
+            continue
+        expected = sum((wl.get("expected") or {}).values())
+        got = t["check -j2"]["findings"]
+        out.append(
+            f"| {wl['fraction'] * 100:g}% | {wl['files']:,} | {wl['lines']:,} | "
+            f"{_s(t['check -j1']['median_s'])} | {_s(t['check -j2']['median_s'])} | "
+            f"{_s(t['ruff --select B']['median_s'])} | {_s(t['ruff --select F']['median_s'])} | "
+            f"{_s(t['grep -rl']['median_s'])} | {got} ({'yes' if got == expected else 'NO'}) |"
+        )
+    return "\n".join(out)
+
+
+def main() -> int:
+    data = json.loads(Path(sys.argv[1]).read_text(encoding="utf-8"))
+    meta = data["meta"]
+    print(f"Measured {meta['date_utc']} on {meta['cpu']} x{meta['cores']} cores, Python "
+          f"{meta['python']}, {meta['ruff']}, flake8 {meta['flake8'].split(' (')[0]}; medians "
+          f"of {meta['repeats']} interleaved runs; load average at start "
+          f"{meta['load_avg_at_start'][0]:.2f}, at end {meta.get('load_avg_at_end', [0])[0]:.2f}.")
+    print(f"Command: `{meta['command']}`\n")
+    for w in data["workloads"]:
+        if w["workload"]["kind"] in ("corpus", "startup"):
+            print(real_table(w))
+            print()
+    print(scaling_table(data["workloads"]))
+    print()
+    print("```")
+    print(json.dumps(data["targets"], indent=1))
+    print("```")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
