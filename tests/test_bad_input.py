@@ -7,7 +7,6 @@ from __future__ import annotations
 import ctypes
 import os
 import re
-import shutil
 import subprocess
 import sys
 import time
@@ -15,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import cli
 
 GOOD = (
     "import transformer_engine.pytorch as te\n"
@@ -33,14 +33,6 @@ GOOD = (
 """A fixable module (one TEM001 at line 10) that every run includes beside the bad file."""
 
 GOOD_LINE = 10
-
-
-def cli() -> list[str]:
-    bindir = str(Path(sys.executable).parent)
-    exe = shutil.which("te-microbatch-lint", path=os.pathsep.join([bindir, os.environ["PATH"]]))
-    if exe is None:
-        pytest.fail("the te-microbatch-lint command is not installed (pip install -e .)")
-    return [exe]
 
 
 def run(*args: object, cwd: Path, timeout: float = 120, **kw: Any) -> subprocess.CompletedProcess:

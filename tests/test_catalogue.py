@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ast
 import re
-import shutil
 import subprocess
 import sys
 from collections import defaultdict
@@ -19,6 +18,7 @@ from pathlib import Path
 from unittest import mock
 
 import pytest
+from helpers import te_lint_command
 from markers import (
     expected_findings,
     flake8_args,
@@ -158,9 +158,7 @@ def test_syntax_error_is_e999_without_traceback() -> None:
 
 
 def test_syntax_error_cli_check_exits_2() -> None:
-    script = shutil.which("te-microbatch-lint", path=str(Path(sys.executable).parent))
-    if script is None:
-        pytest.skip("the te-microbatch-lint console script is not installed in this environment")
+    script = te_lint_command()
     proc = subprocess.run(
         [script, "check", str(SYNTAX_ERROR)], capture_output=True, text=True, timeout=120
     )

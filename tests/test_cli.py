@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import te_lint_command
 
 from lint_rules import __version__
 from lint_rules.analysis import analyze_source
@@ -26,13 +27,7 @@ SAMPLE = Path(__file__).resolve().parent.parent / "fixtures" / "cli" / "project"
 FLAG = "is_first_microbatch"
 
 
-def command() -> str:
-    found = Path(sys.executable).parent / "te-microbatch-lint"
-    if found.exists():
-        return str(found)
-    on_path = shutil.which("te-microbatch-lint")
-    assert on_path, "te-microbatch-lint is not installed (pip install -e .)"
-    return on_path
+command = te_lint_command
 
 
 def run(*args: str, cwd: Path, **kwargs) -> subprocess.CompletedProcess[str]:
@@ -102,7 +97,6 @@ def test_text_output_is_flake8s_format_exactly(tree: Path) -> None:
 
 
 def test_text_output_matches_flake8_plugin(tree: Path) -> None:
-    pytest.importorskip("flake8")
     flake8 = subprocess.run(
         [sys.executable, "-m", "flake8", "--select", "TEM", "--isolated", "pkg"],
         cwd=tree,

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -26,6 +25,7 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers import cli
 
 N_FILES = 300
 TEMP_RE = re.compile(r"^\..+\.tmp$")
@@ -67,14 +67,6 @@ def _slow_fsync(fd):
 
 os.fsync = _slow_fsync
 """
-
-
-def cli() -> list[str]:
-    bindir = str(Path(sys.executable).parent)
-    exe = shutil.which("te-microbatch-lint", path=os.pathsep.join([bindir, os.environ["PATH"]]))
-    if exe is None:
-        pytest.fail("the te-microbatch-lint command is not installed (pip install -e .)")
-    return [exe]
 
 
 def module_text(index: int) -> str:

@@ -16,16 +16,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import cli
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "io"
-
-
-def cli() -> list[str]:
-    bindir = str(Path(sys.executable).parent)
-    exe = shutil.which("te-microbatch-lint", path=os.pathsep.join([bindir, os.environ["PATH"]]))
-    if exe is None:
-        pytest.fail("the te-microbatch-lint command is not installed (pip install -e .)")
-    return [exe]
 
 
 @pytest.fixture

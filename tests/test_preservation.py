@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import stat
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from helpers import cli
 
 from lint_rules import fileio
 from lint_rules.fileio import SourceError, read_source, write_source_atomic
@@ -232,14 +231,6 @@ def test_failed_write_leaves_original_and_no_temp(
 
 
 # --------------------------------------------------------------------------- via the command
-
-
-def cli() -> list[str]:
-    bindir = str(Path(sys.executable).parent)
-    exe = shutil.which("te-microbatch-lint", path=os.pathsep.join([bindir, os.environ["PATH"]]))
-    if exe is None:
-        pytest.fail("the te-microbatch-lint command is not installed (pip install -e .)")
-    return [exe]
 
 
 def run(*args: object, cwd: Path) -> subprocess.CompletedProcess[str]:

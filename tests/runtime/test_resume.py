@@ -104,11 +104,7 @@ def test_codemod_output_passes_none_to_the_shared_layer(strategy: str) -> None:
     fixed = shared_layer.variant_source(
         "fixed", Settings(fix_strategy=strategy, guard_import="megatron_guard." + GUARD)
     )
-    changed = [
-        (a, b)
-        for a, b in zip(unguarded.splitlines(), fixed.splitlines())
-        if a != b
-    ]
+    changed = [(a, b) for a, b in zip(unguarded.splitlines(), fixed.splitlines()) if a != b]
     assert len(unguarded.splitlines()) == len(fixed.splitlines())
     assert len(changed) == 1, changed
     calls = [
