@@ -16,8 +16,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Union
 
-from lint_rules.findings import Edit, Finding, Fix, Position
-from lint_rules.noqa import split_lines
+from lint_rules.findings import Edit, Finding, Fix, Position, split_lines
 from lint_rules.rules import (
     FLAG,
     FLAG_POSITION,

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Callable, TextIO, TypeVar
 
 from lint_rules import __version__
+from lint_rules.findings import char_column, split_lines
 from lint_rules.settings import (
     STRATEGY_CHOICES,
     UNRESOLVED_CHOICES,
@@ -46,9 +47,6 @@ SKIPPED_DIRS = frozenset({".venv", "venv", "__pycache__", "build", "dist", ".git
 PROGRESS_MIN_FILES = 200
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 INFORMATION_URI = "https://example.invalid/te-microbatch-lint"
-
-_NEWLINE = re.compile(r"\r\n|\r|\n")
-"""Line breaks as ``ast`` counts lines (``str.splitlines`` also splits at form feeds)."""
 
 T = TypeVar("T")
 
@@ -225,10 +223,10 @@ def _char_columns(text: str) -> Callable[[int, int], int]:
 
     def convert(line: int, col: int) -> int:
         if not lines:
-            lines.extend(_NEWLINE.split(text))
+            lines.extend(split_lines(text))
         if not 1 <= line <= len(lines):
             return col
-        return len(lines[line - 1].encode("utf-8")[:col].decode("utf-8", "ignore"))
+        return char_column(lines[line - 1], col)
 
     return convert
 
@@ -318,22 +316,13 @@ def unified_diff(old: str, new: str, path: str) -> str:
 
     name = os.path.normpath(path)
     before, after = (name, name) if os.path.isabs(name) else (f"a/{name}", f"b/{name}")
-    lines = difflib.unified_diff(_keepends(old), _keepends(new), fromfile=before, tofile=after)
+    lines = difflib.unified_diff(split_lines(old), split_lines(new), fromfile=before, tofile=after)
     out = []
     for line in lines:
         out.append(line)
         if not line.endswith(("\n", "\r")):
             out.append("\n\\ No newline at end of file\n")
     return "".join(out)
-
-
-def _keepends(text: str) -> list[str]:
-    pieces = _NEWLINE.split(text)
-    breaks = _NEWLINE.findall(text)
-    lines = [piece + brk for piece, brk in zip(pieces, breaks)]
-    if pieces[-1]:
-        lines.append(pieces[-1])
-    return lines
 
 
 def _worker_init() -> None:

@@ -7,10 +7,29 @@ face reports the same column for the same finding.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 Position = tuple[int, int]
 """(line, column): 1-based line, 0-based UTF-8 byte column, as in ``ast``."""
+
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
+
+
+def split_lines(text: str) -> list[str]:
+    """Physical lines with their endings, split only where Python's tokenizer splits.
+
+    (``str.splitlines`` also splits at form feeds and other separators, which would shift
+    every ``ast`` line number after them.)
+    """
+    return _LINE.findall(text)
+
+
+def char_column(line: str, byte_col: int) -> int:
+    """The character offset of an ``ast`` UTF-8 byte column within ``line``."""
+    if line.isascii():
+        return byte_col
+    return len(line.encode("utf-8")[:byte_col].decode("utf-8", "ignore"))
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,8 @@ import warnings
 from dataclasses import dataclass, field
 
 from lint_rules.analysis import analyze_source
-from lint_rules.findings import Edit, Finding
-from lint_rules.noqa import filter_noqa, split_lines
+from lint_rules.findings import Edit, Finding, char_column, split_lines
+from lint_rules.noqa import filter_noqa
 from lint_rules.settings import DEFAULT_SETTINGS, Settings
 
 
@@ -45,10 +45,7 @@ def _offsets(lines: list[str]) -> list[int]:
 def _char_offset(lines: list[str], starts: list[int], position: tuple[int, int]) -> int:
     """Absolute str index of an ``ast`` (line, UTF-8 byte column) position."""
     line_no, byte_col = position
-    line = lines[line_no - 1]
-    if line.isascii():
-        return starts[line_no - 1] + byte_col
-    return starts[line_no - 1] + len(line.encode("utf-8")[:byte_col].decode("utf-8", "ignore"))
+    return starts[line_no - 1] + char_column(lines[line_no - 1], byte_col)
 
 
 def _overlaps(a: tuple[int, int], b: tuple[int, int]) -> bool:

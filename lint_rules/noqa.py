@@ -14,7 +14,7 @@ import re
 import tokenize
 from collections.abc import Iterable
 
-from lint_rules.findings import Finding
+from lint_rules.findings import Finding, split_lines
 
 NOQA_INLINE = re.compile(
     r"# noqa(?::[\s]?(?P<codes>([A-Z]+[0-9]+(?:[,\s]+)?)+))?",
@@ -22,11 +22,6 @@ NOQA_INLINE = re.compile(
 )
 NOQA_FILE = re.compile(r"\s*# flake8[:=]\s*noqa", re.I)
 _LIST_SPLIT = re.compile(r"[,\s]")
-
-
-def split_lines(text: str) -> list[str]:
-    """Physical lines with their endings, split only where Python's tokenizer splits."""
-    return re.findall(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$", text)
 
 
 def file_is_noqa(lines: Iterable[str]) -> bool:
