@@ -32,6 +32,7 @@ from lint_rules.settings import (
     Settings,
     SettingsError,
     find_pyproject,
+    flag_overrides,
     load_settings,
     split_list,
 )
@@ -649,13 +650,13 @@ def configure(args: argparse.Namespace) -> Configuration:
         except ValueError:  # paths on different drives
             start = os.getcwd()
         pyproject = find_pyproject(Path(start))
-    overrides: dict[str, Any] = {
-        "guard_functions": split_list(args.te_guard_functions) if args.te_guard_functions else None,
-        "unresolved": args.te_unresolved,
-        "fix_strategy": args.fix_strategy,
-        "guard_import": args.guard_import,
-        "guard_config": args.guard_config,
-    }
+    overrides = flag_overrides(
+        te_guard_functions=args.te_guard_functions,
+        te_unresolved=args.te_unresolved,
+        fix_strategy=args.fix_strategy,
+        guard_import=args.guard_import,
+        guard_config=args.guard_config,
+    )
     settings = load_settings(pyproject, overrides)
     anchor = str(pyproject.resolve().parent) if pyproject else os.getcwd()
     excludes = [ExcludePattern(glob, anchor) for glob in settings.exclude]

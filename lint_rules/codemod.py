@@ -24,8 +24,8 @@ from lint_rules.settings import (
     UNRESOLVED_CHOICES,
     Settings,
     find_pyproject,
+    flag_overrides,
     load_settings,
-    split_list,
 )
 
 
@@ -85,12 +85,14 @@ class TEMicrobatchCodemod(VisitorBasedCodemodCommand):
         disable_noqa: bool = False,
     ) -> None:
         super().__init__(context)
-        self.overrides: tuple[tuple[str, Any], ...] = (
-            ("fix_strategy", fix_strategy),
-            ("guard_import", guard_import),
-            ("guard_config", guard_config),
-            ("guard_functions", split_list(te_guard_functions) if te_guard_functions else None),
-            ("unresolved", te_unresolved),
+        self.overrides: tuple[tuple[str, Any], ...] = tuple(
+            flag_overrides(
+                te_guard_functions=te_guard_functions,
+                te_unresolved=te_unresolved,
+                fix_strategy=fix_strategy,
+                guard_import=guard_import,
+                guard_config=guard_config,
+            ).items()
         )
         self.te_config = Path(te_config) if te_config else None
         self.disable_noqa = disable_noqa

@@ -63,6 +63,24 @@ def split_list(value: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:
     return tuple(v.strip() for v in value if v and v.strip())
 
 
+def flag_overrides(
+    *,
+    te_guard_functions: str | None = None,
+    te_unresolved: str | None = None,
+    fix_strategy: str | None = None,
+    guard_import: str | None = None,
+    guard_config: str | None = None,
+) -> dict[str, Any]:
+    """Command-line flags (CLI or libcst runner) as overrides for ``load_settings``."""
+    return {
+        "guard_functions": split_list(te_guard_functions) if te_guard_functions else None,
+        "unresolved": te_unresolved,
+        "fix_strategy": fix_strategy,
+        "guard_import": guard_import,
+        "guard_config": guard_config,
+    }
+
+
 def find_pyproject(start: Path) -> Path | None:
     """The nearest ``pyproject.toml`` at or above ``start`` (a file or a directory)."""
     start = start.resolve()
