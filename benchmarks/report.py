@@ -1,4 +1,4 @@
-"""Render a results JSON of ``benchmarks/run.py`` as the Markdown tables of docs/benchmarks.md.
+"""Render a results JSON of ``benchmarks/run.py`` as the Markdown tables of the README's benchmark section.
 
     python benchmarks/report.py benchmarks/results/<file>.json
 """

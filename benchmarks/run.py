@@ -314,6 +314,14 @@ def run_workload(
             except (ValueError, KeyError, TypeError, AttributeError) as error:
                 _log(f"    ! cannot parse {tool.name} output: {error}")
                 results[tool.name].findings.append([])
+            if tool.family == "ours" and res.rc in (0, 1) and (
+                bool(results[tool.name].findings[-1]) != (res.rc == 1)
+            ):
+                # exit 1 without findings is a crash (a traceback also exits 1), not a result
+                _log(f"    ! {tool.name}: exit {res.rc} with "
+                     f"{len(results[tool.name].findings[-1])} findings: "
+                     f"{res.stderr.strip()[-400:]}")
+                res.rc = -2
             # Keep this process small: its RSS is what forked children start from.
             res.stdout, res.stderr = "", res.stderr[-2000:]
     if memory:
@@ -375,7 +383,8 @@ def summarize(workload: Workload, runs: dict[str, ToolRuns], ncores: int) -> dic
     for name, tr in runs.items():
         good = [r for r in tr.runs if r.rc >= 0]
         walls = [r.wall_s for r in good]
-        distinct = {tuple(f) for f in tr.findings}
+        valid = [f for r, f in zip(tr.runs, tr.findings) if r.rc >= 0]
+        distinct = {tuple(f) for f in valid}
         codes: dict[str, int] = {}
         for _, _, code in tr.findings[0] if tr.findings else []:
             codes[code] = codes.get(code, 0) + 1
@@ -387,6 +396,7 @@ def summarize(workload: Workload, runs: dict[str, ToolRuns], ncores: int) -> dic
             "cpu_s_median": _median([r.cpu_s for r in good]),
             "maxrss_mb_max": max((r.maxrss_mb for r in good), default=None),
             "rcs": [r.rc for r in tr.runs],
+            "invalid_runs": sum(1 for r in tr.runs if r.rc < 0),
             "findings": len(tr.findings[0]) if tr.findings else None,
             "findings_by_code": codes,
             "stable_across_runs": len(distinct) <= 1,
@@ -398,7 +408,9 @@ def summarize(workload: Workload, runs: dict[str, ToolRuns], ncores: int) -> dic
     ours = [n for n in runs if runs[n].family == "ours"]
     same = None
     if len(ours) >= 2 and all(runs[n].findings for n in ours):
-        same = len({tuple(f) for n in ours for f in runs[n].findings}) == 1
+        same = len({
+            tuple(f) for n in ours for r, f in zip(runs[n].runs, runs[n].findings) if r.rc >= 0
+        }) == 1
     faces = None
     tem = runs.get("flake8 --select TEM")
     if tem and tem.findings and ours and runs[ours[-1]].findings:

@@ -348,6 +348,7 @@ class Analyzer:
     def __init__(self, tree: ast.Module, settings: Settings, source: str | None = None) -> None:
         self.tree = tree
         self.source = source
+        self.mentions_te = source is None or TE_ROOT in source
         self.source_lines: list[str] | None = None
         self.settings = settings
         self.findings: list[Finding] = []
@@ -425,7 +426,7 @@ class Analyzer:
                     if not args:
                         continue
                     self_name = args[0].arg
-                    for sub in ast.walk(stmt):
+                    for sub in _statements(stmt.body):
                         if isinstance(sub, (ast.Assign, ast.AnnAssign)):
                             targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target]
                             if sub.value is None:
@@ -938,8 +939,8 @@ class Analyzer:
     def _check_call(self, call: ast.Call, ctx: _Context) -> None:
         flag_kw = next((kw for kw in call.keywords if kw.arg == FLAG), None)
         splats = [kw for kw in call.keywords if kw.arg is None]
-        if flag_kw is None and not splats and len(call.args) < 2:
-            return
+        if flag_kw is None and not splats and (len(call.args) < 2 or not self.mentions_te):
+            return  # a positional flag needs a TE class, and a TE class needs a TE import
         scope = self.scope_of(ctx)
         kind = self.callee_kind(call, scope)
         if kind.tag == "reject":
@@ -1297,6 +1298,23 @@ def _exclusive(a: _CallSite, b: _CallSite) -> bool:
     """Two calls in different arms of the same ``if``/``try`` never both run."""
     arms_a = dict(a.exclusive_path)
     return any(node in arms_a and arms_a[node] != arm for node, arm in b.exclusive_path)
+
+
+def _statements(body: Sequence[ast.stmt]) -> Iterator[ast.stmt]:
+    """Every statement of a body, through compound statements but not into nested scopes.
+
+    Assignments are statements, so this finds ``self.x = ...`` without visiting expressions.
+    """
+    for stmt in body:
+        yield stmt
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        for name in ("body", "orelse", "finalbody"):
+            yield from _statements(getattr(stmt, name, ()))
+        for handler in getattr(stmt, "handlers", ()):
+            yield from _statements(handler.body)
+        for case in getattr(stmt, "cases", ()):
+            yield from _statements(case.body)
 
 
 def _leaves_block(stmt: ast.AST) -> bool:

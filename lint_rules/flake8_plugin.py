@@ -65,7 +65,8 @@ class TEMicrobatchChecker:
         )
 
     def run(self) -> Iterator[tuple[int, int, str, type]]:
-        if not mentions_flag("".join(self.lines)):
+        source = "".join(self.lines)
+        if not mentions_flag(source):
             return
-        for finding in analyze_tree(self.tree, self.settings):
+        for finding in analyze_tree(self.tree, self.settings, source):
             yield finding.line, finding.col, finding.message, type(self)
