@@ -1,4 +1,4 @@
-"""Render a results JSON of ``benchmarks/run.py`` as the Markdown tables of the README's benchmark section.
+"""Render a results JSON of ``benchmarks/run.py`` as Markdown tables (the README's benchmarks).
 
     python benchmarks/report.py benchmarks/results/<file>.json
 """
