@@ -352,8 +352,8 @@ class Analyzer:
         self.source_lines: list[str] | None = None
         self.settings = settings
         self.findings: list[Finding] = []
-        self.aliases: dict[str, str] = {}
         self.alias_choices: dict[str, list[str]] = {}
+        """Every module a module-level name may be imported from (``try``/``if`` picks one)."""
         self.module_functions: set[str] = set()
         self.module_classes: dict[str, ast.ClassDef] = {}
         self.module_assigns: dict[str, list[ast.expr]] = {}
@@ -380,7 +380,6 @@ class Analyzer:
         choices = self.alias_choices.setdefault(local, [])
         if qualname not in choices:
             choices.append(qualname)
-        self.aliases.setdefault(local, qualname)
 
     def _collect_module_stmt(self, stmt: ast.stmt) -> None:
         if isinstance(stmt, ast.Import):
@@ -556,7 +555,7 @@ class Analyzer:
             return Kind("class", name, node=node)
         if name in self.module_functions:
             return NOT_TE
-        if name in self.aliases:
+        if name in self.alias_choices:
             return join([self.classify_qualname(q) for q in self.alias_choices[name]])
         if name in self.module_assigns:
             return join([self.resolve(v, None) for v in self.module_assigns[name]])
@@ -704,12 +703,8 @@ class Analyzer:
                 return self.attribute_of(self.resolve(call.args[0], scope), name, scope)
             return UNKNOWN
         kind = self.resolve(func, scope)
-        if kind.tag == "te_class":
-            return te_instance(kind.name)
-        if kind.tag == "reject":
-            return kind
-        if kind.tag == "class" and kind.node is not None:
-            return self._instance_of_class(kind.node)
+        if kind.tag in ("te_class", "reject", "class"):
+            return self.instance_of(kind)
         if kind.tag == "qualname":
             short = kind.name.rsplit(".", 1)[-1]
             if kind.name.startswith(TE_ROOT + ".") and short == TE_GRAPH_FACTORY:
@@ -749,8 +744,8 @@ class Analyzer:
         )
         if imported:
             qual = imported[0] + ("." + rest if rest else "")
-        elif owner is None and head in self.aliases:
-            qual = self.aliases[head] + ("." + rest if rest else "")
+        elif owner is None and head in self.alias_choices:
+            qual = self.alias_choices[head][0] + ("." + rest if rest else "")
         for guard in self.guards:
             if "." in guard:
                 if (
@@ -959,35 +954,27 @@ class Analyzer:
         else:
             return
         guarded = self.branches_guarded(ctx.branches, scope)
-        flag_arg = flag_kw.value if flag_kw is not None else None
-        if flag_arg is None and cls:
-            index = FLAG_POSITION[cls] + shift
-            if len(call.args) > index:
-                flag_arg = call.args[index]
-        repeated = (
-            None if flag_arg is None or _is_none(flag_arg) else self._repeat_reason(call, ctx)
-        )
-        flag_value: ast.expr | None = None
-        flag_node: ast.AST | None = None
+        index = None if flag_kw is not None else _flag_index(call, cls, shift)
+        flag_value = flag_kw.value if flag_kw is not None else None
+        if index is not None:
+            flag_value = call.args[index]
+        flag_node: ast.AST | None = flag_kw if flag_kw is not None else flag_value
+        repeated = None
+        if flag_value is not None and not _is_none(flag_value):
+            repeated = self._repeat_reason(call, ctx)
         shared_fix: Fix | None = None  # what TEM005 does: None, whatever the strategy
         if flag_kw is not None:
-            flag_value, flag_node = flag_kw.value, flag_kw
             shared_fix = self._none_fix(flag_kw.value)
             if not guarded and not self.is_tracked(flag_kw.value, scope):
                 self._report(
                     "TEM001", flag_kw, target, self._value_fix(flag_kw.value, scope, repeated)
                 )
-        elif cls:
-            index = FLAG_POSITION[cls] + shift
-            positional = call.args[: index + 1]
-            if len(call.args) > index and not any(isinstance(a, ast.Starred) for a in positional):
-                arg = call.args[index]
-                flag_value, flag_node = arg, arg
-                shared_fix = self._positional_fix(call, index, scope, "shared")
-                if not guarded and not self.is_tracked(arg, scope):
-                    self._report(
-                        "TEM002", arg, target, self._positional_fix(call, index, scope, repeated)
-                    )
+        elif index is not None and flag_value is not None:
+            shared_fix = self._positional_fix(call, index, scope, "shared")
+            if not guarded and not self.is_tracked(flag_value, scope):
+                self._report(
+                    "TEM002", flag_value, target, self._positional_fix(call, index, scope, repeated)
+                )
         for splat in splats:
             self._check_splat(splat.value, scope, target, guarded)
         if flag_node is None or flag_value is None or _is_none(flag_value):
@@ -1224,7 +1211,11 @@ class Analyzer:
     def _guard_expression(self, scope: Scope | None) -> tuple[str, str | None] | str:
         """The guard call and the import it needs, or why the guard cannot be used here."""
         root = self._config_root()
-        if root and (scope is None or scope.lookup(root) is None) and root not in self.aliases:
+        if (
+            root
+            and (scope is None or scope.lookup(root) is None)
+            and root not in self.alias_choices
+        ):
             return f"`{root}` is not in scope"
         dotted = self.settings.guard_import
         name = dotted.rsplit(".", 1)[-1]
@@ -1234,7 +1225,7 @@ class Analyzer:
         ):
             return f"a local `{name}` would shadow the guard"
         needs_import: str | None = dotted if "." in dotted else None
-        if name in self.aliases or name in self.module_functions:
+        if name in self.alias_choices or name in self.module_functions:
             needs_import = None
         return f"{name}({self.settings.guard_config})", needs_import
 
@@ -1243,7 +1234,8 @@ class Analyzer:
         message = MESSAGES[code].format(
             callee=target,
             guard=guard.rsplit(".", 1)[-1],
-            **{"mapping": extra.get("mapping", "kwargs"), "why": extra.get("why", "")},
+            mapping=extra.get("mapping", "kwargs"),
+            why=extra.get("why", ""),
         )
         self.findings.append(
             Finding(
@@ -1315,6 +1307,19 @@ def _statements(body: Sequence[ast.stmt]) -> Iterator[ast.stmt]:
             yield from _statements(handler.body)
         for case in getattr(stmt, "cases", ()):
             yield from _statements(case.body)
+
+
+def _flag_index(call: ast.Call, cls: str, shift: int) -> int | None:
+    """Where a TE class's positional flag sits in this call, if it is passed positionally.
+
+    Unknown class, too few arguments, or a ``*args`` at or before it: no position.
+    """
+    if not cls:
+        return None
+    index = FLAG_POSITION[cls] + shift
+    if len(call.args) <= index or any(isinstance(a, ast.Starred) for a in call.args[: index + 1]):
+        return None
+    return index
 
 
 def _leaves_block(stmt: ast.AST) -> bool:
