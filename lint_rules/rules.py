@@ -1,7 +1,7 @@
 """The rule table and the Transformer Engine facts the rules rely on.
 
 Everything a user reads (codes and messages) lives in ``MESSAGES`` so that the flake8 plugin,
-the CLI and the docs say the same thing. The TE facts are taken from ``shared/te-facts.md``
+the CLI and the docs say the same thing. The TE facts are taken from ``docs/te-facts.md``
 (transformer-engine 2.20.2); the linter never imports TE.
 """
 

@@ -1,8 +1,15 @@
-"""Every ``$ command`` example in README.md prints what the docs say it prints.
+"""The docs are true: every command they show runs, and everything they link to exists.
 
-Each ```` ```text ```` block that starts with ``$ `` is run in a fresh copy of ``examples/``;
-its stdout followed by its stderr must equal the block's remaining lines. pre-commit examples
-need hook installs and are covered by tests/test_precommit.py instead.
+- Each ```` ```text ```` block that starts with ``$ `` (in README.md, docs/*.md and
+  benchmarks/README.md) is run in a fresh copy of ``examples/``; its stdout followed by its
+  stderr must equal the block's remaining lines.
+- Each ``te-microbatch-lint``/``flake8``/``python -m libcst.tool`` line of a ```` ```bash ````
+  block is run in a temporary project whose ``src/`` is a copy of ``examples/``: it must not be
+  a usage error (exit 0 or 1, never 2), so a renamed flag or a dropped subcommand fails here.
+- README.md stays short, relative links resolve inside the repository, and nothing points
+  outside it.
+
+pre-commit examples need hook installs and are covered by tests/test_precommit.py instead.
 """
 
 from __future__ import annotations
@@ -18,33 +25,126 @@ from pathlib import Path
 import pytest
 
 PROJECT = Path(__file__).resolve().parent.parent
-DOC = PROJECT / "README.md"
-BLOCK = re.compile(r"```text\n\$ (?P<command>[^\n]+)\n(?P<output>.*?)```", re.S)
+README = PROJECT / "README.md"
+DOCS = [README, *sorted((PROJECT / "docs").glob("*.md")), PROJECT / "benchmarks" / "README.md"]
+TEXT_BLOCK = re.compile(r"```text\n\$ (?P<command>[^\n]+)\n(?P<output>.*?)```", re.S)
+BASH_BLOCK = re.compile(r"```bash\n(?P<body>.*?)```", re.S)
+RUNNABLE = ("te-microbatch-lint ", "flake8 ", "python -m libcst.tool ")
+LINK = re.compile(r"\]\((?P<target>[^)\s]+)\)")
+README_LIMIT = 15 * 1024
 
 
-def examples() -> list[tuple[str, str]]:
-    found = [(m["command"], m["output"]) for m in BLOCK.finditer(DOC.read_text("utf-8"))]
-    return [(command, output) for command, output in found if not command.startswith("pre-commit")]
+def _docs() -> list[Path]:
+    return [doc for doc in DOCS if doc.is_file()]
+
+
+def examples() -> list[tuple[str, str, str]]:
+    found = []
+    for doc in _docs():
+        for m in TEXT_BLOCK.finditer(doc.read_text("utf-8")):
+            if not m["command"].startswith("pre-commit"):
+                found.append((doc.relative_to(PROJECT).as_posix(), m["command"], m["output"]))
+    return found
+
+
+def shown_commands() -> list[tuple[str, str]]:
+    found = []
+    for doc in _docs():
+        for m in BASH_BLOCK.finditer(doc.read_text("utf-8")):
+            for line in m["body"].splitlines():
+                command = line.split(" #", 1)[0].strip()
+                if command.startswith(RUNNABLE):
+                    found.append((doc.relative_to(PROJECT).as_posix(), command))
+    return found
+
+
+def _argv(command: str) -> list[str]:
+    argv = shlex.split(command)
+    if argv[0] == "python":
+        argv[0] = sys.executable
+    else:
+        argv[0] = str(Path(sys.executable).parent / argv[0])
+    return argv
+
+
+def _run(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "COLUMNS": "80"}
+    return subprocess.run(
+        argv, cwd=cwd, capture_output=True, text=True, encoding="utf-8", env=env, timeout=120
+    )
 
 
 def test_the_docs_have_examples() -> None:
-    commands = [command for command, _ in examples()]
+    commands = [command for _, command, _ in examples()]
     assert any(c.startswith("te-microbatch-lint check") for c in commands)
     assert any(c.startswith("te-microbatch-lint fix") for c in commands)
     assert any(c.startswith("python -m libcst.tool") for c in commands)
 
 
-@pytest.mark.parametrize(("command", "output"), examples(), ids=[c for c, _ in examples()])
-def test_example_output_is_real(command: str, output: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("doc", "command", "output"), examples(), ids=[f"{d}: {c}" for d, c, _ in examples()]
+)
+def test_example_output_is_real(doc: str, command: str, output: str, tmp_path: Path) -> None:
     shutil.copytree(PROJECT / "examples", tmp_path / "examples")
-    argv = shlex.split(command)
-    bindir = Path(sys.executable).parent
-    if argv[0] == "python":
-        argv[0] = sys.executable
-    else:
-        argv[0] = str(bindir / argv[0])
-    env = {**os.environ, "COLUMNS": "80"}
-    done = subprocess.run(
-        argv, cwd=tmp_path, capture_output=True, text=True, encoding="utf-8", env=env, timeout=120
+    done = _run(_argv(command), tmp_path)
+    assert done.stdout + done.stderr == output, f"{doc}: {command}"
+
+
+@pytest.mark.parametrize(
+    ("doc", "command"), shown_commands(), ids=[f"{d}: {c}" for d, c in shown_commands()]
+)
+def test_shown_command_runs(doc: str, command: str, tmp_path: Path) -> None:
+    shutil.copytree(PROJECT / "examples", tmp_path / "src")
+    shutil.copytree(PROJECT / "examples", tmp_path / "examples")
+    done = _run(_argv(command), tmp_path)
+    assert done.returncode in (0, 1), f"{doc}: {command}\n{done.stdout}{done.stderr}"
+
+
+def test_readme_is_short() -> None:
+    size = len(README.read_bytes())
+    assert size <= README_LIMIT, f"README.md is {size} bytes; the limit is {README_LIMIT}"
+
+
+def _repository_files() -> list[Path]:
+    listed = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
+        cwd=PROJECT,
+        capture_output=True,
+        text=True,
     )
-    assert done.stdout + done.stderr == output
+    if listed.returncode != 0:
+        pytest.skip(f"not a git checkout: {listed.stderr.strip()}")
+    return [PROJECT / name for name in listed.stdout.splitlines() if (PROJECT / name).is_file()]
+
+
+def test_relative_links_resolve() -> None:
+    broken = []
+    for doc in [*_docs(), *sorted(PROJECT.glob("*.yaml")), *sorted(PROJECT.glob(".*.yaml"))]:
+        text = doc.read_text("utf-8")
+        targets = [m["target"] for m in LINK.finditer(text)]
+        targets += re.findall(r"\b(docs/[\w.-]+\.md)\b", text) if doc.suffix == ".yaml" else []
+        for target in targets:
+            if re.match(r"[a-z]+:", target) or target.startswith("#"):
+                continue
+            path = target.split("#", 1)[0]
+            base = PROJECT if doc.suffix == ".yaml" else doc.parent
+            if not (base / path).exists():
+                broken.append(f"{doc.relative_to(PROJECT)}: {target}")
+    assert not broken, broken
+
+
+def test_nothing_points_outside_the_repository() -> None:
+    folder = "shared"  # spelled apart so that this file does not match itself
+    outside = re.compile(rf"(?<![\w/.-])(\.\./)+{folder}/|(?<![\w.-]){folder}/te-facts")
+    hits = []
+    for path in _repository_files():
+        if path.suffix not in {".py", ".md", ".toml", ".cfg", ".yaml", ".txt", ""}:
+            continue
+        try:
+            text = path.read_text("utf-8")
+        except (UnicodeDecodeError, OSError):
+            continue
+        for number, line in enumerate(text.splitlines(), 1):
+            if outside.search(line):
+                hits.append(f"{path.relative_to(PROJECT)}:{number}: {line.strip()}")
+    assert not hits, hits

@@ -6,7 +6,7 @@ Corpora (recorded here; change them only together with the expectations below):
   installs only on Python >= 3.12, never installed): exactly three TEM001 findings, the
   ``super().forward(..., is_first_microbatch=<local>)`` calls of ``TELinear``,
   ``TELayerNormColumnParallelLinear`` and ``TEGroupedLinear`` in
-  ``megatron/core/extensions/transformer_engine.py`` (see ``shared/te-facts.md``);
+  ``megatron/core/extensions/transformer_engine.py`` (see ``docs/te-facts.md``);
 - transformer-engine 2.20.2 (PyPI wheel, py3-none-any): zero findings in
   ``transformer_engine/pytorch`` and in the whole package (TE forwards its parameter).
 

@@ -1,7 +1,7 @@
 """A pure-torch REFERENCE OF THE CONTRACT of TE's fused weight-gradient accumulation.
 
 This is **not** Transformer Engine and does not try to be fast or complete. It implements, on
-any device torch supports (CPU in CI), exactly the rule that ``shared/te-facts.md`` reads off
+any device torch supports (CPU in CI), exactly the rule that ``docs/te-facts.md`` reads off
 ``transformer_engine.pytorch`` 2.20.2 (``module/linear.py`` and the other module files)::
 
     fuse_wgrad_accumulation off -> the wgrad GEMM writes a fresh tensor (autograd ``.grad``);

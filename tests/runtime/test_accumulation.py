@@ -192,7 +192,7 @@ def test_shared_layer_accumulation(backend: Backend, kind: str, case_id: str) ->
 
 
 def test_reference_contract_table() -> None:
-    """The reference's decision function is te-facts.md's table, row by row."""
+    """The reference's decision function is docs/te-facts.md's table, row by row."""
     from lint_rules.testing.reference_te import wgrad_accumulates
 
     assert wgrad_accumulates(True, None) is True
