@@ -41,6 +41,9 @@ class Edit:
     replacement: str
 
 
+APPLICABILITIES = ("safe", "unsafe")
+
+
 @dataclass(frozen=True)
 class Fix:
     """What the codemod would do for one finding.
@@ -48,11 +51,14 @@ class Fix:
     ``guard_import`` is the dotted name of the guard function when the fix calls it (the
     ``guard`` strategy): the import is added once per file. ``note`` explains a fallback,
     for example a ``guard`` fix that had to use ``None`` because ``self`` is not in scope.
+    ``applicability`` is ``"safe"`` (applied by ``fix``) or ``"unsafe"`` (applied only with
+    ``--unsafe-fixes``), as in ruff; see docs/fixes.md.
     """
 
     edits: tuple[Edit, ...]
     guard_import: str | None = None
     note: str | None = None
+    applicability: str = "safe"
 
 
 @dataclass(frozen=True)

@@ -2,11 +2,13 @@
 
 The keys are the same everywhere: flake8 options ``--te-guard-functions`` and
 ``--te-unresolved``; ``[tool.te-microbatch-lint]`` keys ``guard-functions``, ``unresolved``,
-``fix-strategy``, ``guard-import``, ``guard-config``, ``exclude``; CLI flags win over the file.
+``fix-strategy``, ``guard-import``, ``guard-config``, ``unsafe-fixes``, ``exclude``; CLI flags
+win over the file.
 """
 
 from __future__ import annotations
 
+import ast
 import sys
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
@@ -32,8 +34,17 @@ class Settings:
     guard_import: str = DEFAULT_GUARD_IMPORT
     guard_config: str = DEFAULT_GUARD_CONFIG
     exclude: tuple[str, ...] = ()
+    unsafe_fixes: bool = False
 
     def __post_init__(self) -> None:
+        for problem in (
+            guard_import_problem(self.guard_import),
+            guard_config_problem(self.guard_config),
+        ):
+            if problem:
+                raise SettingsError(problem)
+        if not isinstance(self.unsafe_fixes, bool):
+            raise SettingsError(f"unsafe-fixes must be true or false, not {self.unsafe_fixes!r}")
         if self.unresolved not in UNRESOLVED_CHOICES:
             raise SettingsError(
                 f"unresolved must be one of {', '.join(UNRESOLVED_CHOICES)}, "
@@ -49,6 +60,33 @@ class Settings:
         """Extend (never replace) the guard list, keeping order and dropping repeats."""
         merged = tuple(dict.fromkeys((*self.guard_functions, *names)))
         return replace(self, guard_functions=merged)
+
+
+def guard_import_problem(value: object) -> str | None:
+    """Why ``value`` is not a dotted ``module.name`` the fixer can import, or None."""
+    parts = value.split(".") if isinstance(value, str) else []
+    if len(parts) < 2 or not all(p.isidentifier() for p in parts):
+        return f"guard-import must be a dotted `module.name`, not {value!r}"
+    return None
+
+
+def guard_config_problem(value: object) -> str | None:
+    """Why ``value`` is not a Python expression the guard call can take, or None."""
+    if not isinstance(value, str) or not value.strip() or "\n" in value or "\r" in value:
+        return f"guard-config must be a one-line Python expression, not {value!r}"
+    try:  # one expression, and the same one once written into `guard(CONFIG)`
+        alone = ast.parse(value.strip(), mode="eval").body
+        call = ast.parse(f"guard({value.strip()})", mode="eval").body
+    except SyntaxError:
+        alone = call = None
+    if not (
+        isinstance(call, ast.Call)
+        and len(call.args) == 1
+        and not call.keywords
+        and ast.dump(call.args[0]) == ast.dump(alone)  # type: ignore[arg-type]
+    ):
+        return f"guard-config must be a Python expression, not {value!r}"
+    return None
 
 
 DEFAULT_SETTINGS = Settings()
@@ -70,6 +108,7 @@ def flag_overrides(
     fix_strategy: str | None = None,
     guard_import: str | None = None,
     guard_config: str | None = None,
+    unsafe_fixes: bool | None = None,
 ) -> dict[str, Any]:
     """Command-line flags (CLI or libcst runner) as overrides for ``load_settings``."""
     return {
@@ -78,6 +117,7 @@ def flag_overrides(
         "fix_strategy": fix_strategy,
         "guard_import": guard_import,
         "guard_config": guard_config,
+        "unsafe_fixes": unsafe_fixes or None,
     }
 
 
@@ -116,5 +156,10 @@ def load_settings(pyproject: Path | None, overrides: dict[str, Any] | None = Non
             values[name] = value
     guards = split_list(values.pop("guard_functions", ()))
     exclude = split_list(values.pop("exclude", ()))
-    settings = Settings(**values, exclude=exclude)
+    try:
+        settings = Settings(**values, exclude=exclude)
+    except SettingsError as error:
+        key = str(error).split(" ", 1)[0].replace("-", "_")
+        from_file = key in {_KEYS.get(k, k) for k in raw} and (overrides or {}).get(key) is None
+        raise SettingsError(f"{pyproject}: {error}" if from_file else str(error)) from None
     return settings.with_extra_guards(guards)
