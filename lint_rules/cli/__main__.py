@@ -1,0 +1,7 @@
+"""``python -m lint_rules.cli``: the same as the ``te-microbatch-lint`` command."""
+
+import sys
+
+from lint_rules.cli.command import main
+
+sys.exit(main())
