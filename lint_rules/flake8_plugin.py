@@ -68,5 +68,5 @@ class TEMicrobatchChecker:
         source = "".join(self.lines)
         if not mentions_flag(source):
             return
-        for finding in analyze_tree(self.tree, self.settings, source):
+        for finding in analyze_tree(self.tree, self.settings, source, fixes=False):
             yield finding.line, finding.col, finding.message, type(self)

@@ -1,14 +1,22 @@
-"""The rule table and the Transformer Engine facts the rules rely on.
+"""The rule table: codes, messages and summaries, and the guard defaults.
 
 Everything a user reads (codes and messages) lives in ``MESSAGES`` so that the flake8 plugin,
-the CLI and the docs say the same thing. The TE facts are taken from ``docs/te-facts.md``
-(transformer-engine 2.20.2); the linter never imports TE.
+the CLI and the docs say the same thing. What the rules know about TE is in ``lint_rules.te``.
 """
 
 from __future__ import annotations
 
-FLAG = "is_first_microbatch"
-"""The keyword every rule is about; files without these bytes are never parsed."""
+from lint_rules.te import FLAG
+
+__all__ = [
+    "DEFAULT_GUARD_CONFIG",
+    "DEFAULT_GUARD_FUNCTIONS",
+    "DEFAULT_GUARD_IMPORT",
+    "FIXABLE_CODES",
+    "FLAG",
+    "MESSAGES",
+    "SUMMARIES",
+]
 
 MESSAGES: dict[str, str] = {
     "TEM001": (
@@ -54,54 +62,3 @@ FIXABLE_CODES = frozenset({"TEM001", "TEM002", "TEM003", "TEM005"})
 DEFAULT_GUARD_FUNCTIONS: tuple[str, ...] = ("is_first_microbatch_tracked",)
 DEFAULT_GUARD_IMPORT = "megatron.core.transformer.module.is_first_microbatch_tracked"
 DEFAULT_GUARD_CONFIG = "self.config"
-
-TE_ROOT = "transformer_engine"
-
-# forward(...) parameter index of `is_first_microbatch`, counting positional arguments after
-# `self` (TE 2.x). The unbound form `Linear.forward(module, x, flag)` shifts it by one.
-FLAG_POSITION: dict[str, int] = {
-    "Linear": 1,
-    "LayerNormLinear": 1,
-    "LayerNormMLP": 1,
-    "GroupedLinear": 2,
-    "MultiheadAttention": 6,
-    "TransformerLayer": 10,
-}
-
-# TE callables that do NOT take the flag: passing it raises TypeError (TEM004).
-TE_REJECTING: frozenset[str] = frozenset(
-    {
-        "fp8_autocast",
-        "autocast",
-        "LayerNorm",
-        "RMSNorm",
-        "DotProductAttention",
-        "fp8_model_init",
-        "quantized_model_init",
-    }
-)
-TE_OPS_PACKAGE = "transformer_engine.pytorch.ops"
-"""Everything under the fusible-ops package rejects the flag (it uses other switches)."""
-
-TE_GRAPH_FACTORY = "make_graphed_callables"
-"""Its callables need a bool flag on every call: never rewrite their flag to None."""
-
-
-def te_class_of(qualified_name: str) -> str | None:
-    """Return the TE module class (``"Linear"``...) a dotted name refers to, if it is one."""
-    if not qualified_name.startswith(TE_ROOT + "."):
-        return None
-    if qualified_name.startswith(TE_OPS_PACKAGE + "."):
-        return None  # te.ops.Linear is a fusible op: it rejects the flag
-    last = qualified_name.rsplit(".", 1)[-1]
-    return last if last in FLAG_POSITION else None
-
-
-def te_rejecting_name(qualified_name: str) -> str | None:
-    """Return the TE callable's short name if it rejects the flag (TEM004), else None."""
-    if not qualified_name.startswith(TE_ROOT + "."):
-        return None
-    last = qualified_name.rsplit(".", 1)[-1]
-    if qualified_name.startswith(TE_OPS_PACKAGE + ".") or last in TE_REJECTING:
-        return last
-    return None

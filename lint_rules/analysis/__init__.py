@@ -1,0 +1,59 @@
+"""The analysis core: every rule lives here, every face (flake8, CLI, codemod) adapts it.
+
+One pass over the ``ast`` tree (``walk``) visits calls with the context they need (enclosing
+class, function, guarding ``if`` branches, loops). Callees are resolved within the file
+(``symbols``, ``resolve``), so that a same-named keyword to a non-TE function is never
+reported; ``tracking`` tells guarded and tracked values; ``checks`` holds one function per
+rule; ``fixes`` builds edits when a face asks for them. Function scopes are summarised lazily,
+only for functions that contain a candidate call, which keeps the cost near ``ast.parse``.
+"""
+
+from __future__ import annotations
+
+import ast
+import warnings
+
+from lint_rules.analysis.core import Analysis
+from lint_rules.findings import Finding
+from lint_rules.settings import DEFAULT_SETTINGS, Settings
+from lint_rules.te import FLAG
+
+__all__ = ["Analysis", "analyze_source", "analyze_tree", "mentions_flag"]
+
+
+def analyze_tree(
+    tree: ast.Module,
+    settings: Settings = DEFAULT_SETTINGS,
+    source: str | None = None,
+    *,
+    fixes: bool = True,
+) -> list[Finding]:
+    """Findings for an already parsed module (flake8 hands us its tree). noqa not applied.
+
+    ``source`` is only needed for exact fixes of parenthesised positional flags; with
+    ``fixes=False`` (flake8 never applies a fix) no edit is built and every ``fix`` is None.
+    """
+    return Analysis(tree, settings, source, fixes).run()
+
+
+def mentions_flag(text: str) -> bool:
+    """The byte prefilter: files that never spell the flag cannot have a finding."""
+    return FLAG in text
+
+
+def analyze_source(
+    text: str, settings: Settings = DEFAULT_SETTINGS, *, fixes: bool = True
+) -> list[Finding]:
+    """Findings for one file's text (noqa not applied). Raises SyntaxError if unparsable."""
+    if not mentions_flag(text):
+        return []
+    if "\0" in text:
+        raise SyntaxError("source code cannot contain null bytes")
+    try:
+        with warnings.catch_warnings():
+            # Invalid escapes in the user's strings are the user's business, not ours to print.
+            warnings.simplefilter("ignore")
+            tree = ast.parse(text)
+    except ValueError as error:  # pragma: no cover - older Pythons report NUL this way
+        raise SyntaxError(str(error)) from error
+    return analyze_tree(tree, settings, text, fixes=fixes)

@@ -1,0 +1,246 @@
+"""The rules, one function per code, each reading like its row in ``docs/rules.md``.
+
+``check_call`` finds out what a call passes and to what (``FlagCall``), then asks each rule.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from lint_rules.analysis.resolve import Callee, TEModule, TERejects, Unresolved
+from lint_rules.analysis.symbols import Branch, Scope, constant_str, is_none
+from lint_rules.analysis.walk import COMPREHENSIONS, Context, exclusive
+from lint_rules.findings import Fix
+from lint_rules.te import FLAG, FLAG_POSITION
+
+if TYPE_CHECKING:
+    from lint_rules.analysis.core import Analysis
+
+
+@dataclass
+class FlagCall:
+    """A call to a TE module (or an unresolved callee) and how it passes the flag."""
+
+    call: ast.Call
+    ctx: Context
+    scope: Scope | None
+    callee: Callee
+    target: str
+    """The ``{callee}`` text of the messages."""
+    guarded: bool
+    """The call sits in a branch that runs only when a guard returned True."""
+    keyword: ast.keyword | None
+    index: int | None
+    """The positional index of the flag, when it is passed positionally to a known class."""
+    value: ast.expr | None
+    node: ast.AST | None
+    """Where a finding about the flag is reported: the keyword or the positional argument."""
+    repeated: str | None
+    """Why the call may run more than once per forward (TEM005), if it may."""
+
+
+@dataclass
+class CallSite:
+    """A call that passes a non-None flag, kept to look for a module called twice (TEM005)."""
+
+    key: str
+    flag_node: ast.AST
+    fix: Fix | None
+    exclusive_path: tuple[tuple[int, int], ...]
+    target: str
+
+
+def describe(func: ast.expr) -> str:
+    text = ast.unparse(func)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def flag_index(call: ast.Call, cls: str, shift: int) -> int | None:
+    """Where a TE class's positional flag sits in this call, if it is passed positionally.
+
+    Unknown class, too few arguments, or a ``*args`` at or before it: no position.
+    """
+    if not cls:
+        return None
+    index = FLAG_POSITION[cls] + shift
+    if len(call.args) <= index or any(isinstance(a, ast.Starred) for a in call.args[: index + 1]):
+        return None
+    return index
+
+
+def check_call(a: Analysis, call: ast.Call, ctx: Context) -> None:
+    keyword = next((kw for kw in call.keywords if kw.arg == FLAG), None)
+    splats = [kw for kw in call.keywords if kw.arg is None]
+    if keyword is None and not splats and (len(call.args) < 2 or not a.mentions_te):
+        return  # a positional flag needs a TE class, and a TE class needs a TE import
+    scope = a.scope_of(ctx)
+    callee = a.resolver.callee(call, scope)
+    if isinstance(callee, TERejects):
+        tem004_rejected(a, call, callee, keyword, splats)
+        return
+    if isinstance(callee, TEModule):
+        target = f"TE {callee.cls or 'module'} `{describe(call.func)}`"
+        index = None if keyword is not None else flag_index(call, callee.cls, callee.shift)
+    elif isinstance(callee, Unresolved) and (keyword is not None or splats):
+        if a.settings.unresolved != "report":
+            return
+        target = f"`{describe(call.func)}` (not resolved; it may be a TE module)"
+        index = None
+    else:
+        return  # not TE, or positional arguments of an unresolved callee (no class, no TEM002)
+    value = keyword.value if keyword is not None else None
+    if index is not None:
+        value = call.args[index]
+    repeated = None
+    if value is not None and not is_none(value):
+        repeated = repeat_reason(a, call, ctx)
+    guarded = a.tracker.branches_guarded(ctx.branches, scope)
+    node = keyword if keyword is not None else value
+    site = FlagCall(
+        call, ctx, scope, callee, target, guarded, keyword, index, value, node, repeated
+    )
+    shared_fix: Fix | None = None  # what TEM005 does: None, whatever the strategy
+    if keyword is not None:
+        shared_fix = a.fixes.none_fix(keyword.value, callee)
+        tem001_keyword(a, site)
+    elif index is not None:
+        shared_fix = a.fixes.positional_fix(call, index, scope, "shared", callee)
+        tem002_positional(a, site)
+    for splat in splats:
+        tem003_mapping(a, site, splat.value)
+    if node is None or value is None or is_none(value):
+        return
+    tem005_in_loop(a, site, shared_fix)
+    if ctx.scope is not None and scope is not None:
+        key = ast.dump(call.func)
+        entry = CallSite(key, node, shared_fix, ctx.exclusive_path, target)
+        a.sites.setdefault(id(ctx.scope[0]), []).append(entry)
+
+
+def tem001_keyword(a: Analysis, site: FlagCall) -> None:
+    """TEM001: ``is_first_microbatch=<value>`` to a TE module, value neither None nor tracked."""
+    assert site.keyword is not None
+    value = site.keyword.value
+    if site.guarded or a.tracker.is_tracked(value, site.scope):
+        return
+    fix = a.fixes.value_fix(value, site.scope, site.repeated, site.callee)
+    a.report("TEM001", site.keyword, site.target, fix)
+
+
+def tem002_positional(a: Analysis, site: FlagCall) -> None:
+    """TEM002: the flag passed positionally to a TE module of known class, not tracked."""
+    assert site.index is not None and site.value is not None
+    if site.guarded or a.tracker.is_tracked(site.value, site.scope):
+        return
+    fix = a.fixes.positional_fix(site.call, site.index, site.scope, site.repeated, site.callee)
+    a.report("TEM002", site.value, site.target, fix)
+
+
+def tem003_mapping(a: Analysis, site: FlagCall, mapping: ast.expr) -> None:
+    """TEM003: the flag stored in a mapping of the same function splatted into the call."""
+    scope = site.scope
+    entries: list[tuple[ast.AST, ast.expr, tuple[Branch, ...], Scope | None]] = []
+    name = mapping.id if isinstance(mapping, ast.Name) else None
+    sources: list[ast.expr] = [mapping]
+    owner = scope.lookup(name) if (scope is not None and name is not None) else None
+    if owner is not None and name is not None:
+        for binding in owner.bindings.get(name, []):
+            if binding.how == "assign" and binding.value is not None:
+                sources.append(binding.value)
+        for node, value, branches in owner.key_stores.get(name, []):
+            entries.append((node, value, branches, owner))
+    for source in sources:
+        if isinstance(source, ast.Dict):
+            for key, value in zip(source.keys, source.values):
+                if key is not None and constant_str(key) == FLAG:
+                    entries.append((key, value, (), owner or scope))
+        elif (
+            isinstance(source, ast.Call)
+            and isinstance(source.func, ast.Name)
+            and source.func.id == "dict"
+        ):
+            for kw in source.keywords:
+                if kw.arg == FLAG:
+                    entries.append((kw, kw.value, (), owner or scope))
+    mapping_name = name or "{...}"
+    for node, value, branches, where in entries:
+        if id(node) in a.reported_keys:
+            continue
+        if (
+            site.guarded
+            or a.tracker.branches_guarded(branches, where)
+            or a.tracker.is_tracked(value, where)
+        ):
+            continue
+        a.reported_keys.add(id(node))
+        fix = a.fixes.value_fix(value, where, None, site.callee)
+        a.report("TEM003", node, site.target, fix, mapping=mapping_name)
+
+
+def tem004_rejected(
+    a: Analysis,
+    call: ast.Call,
+    callee: TERejects,
+    keyword: ast.keyword | None,
+    splats: list[ast.keyword],
+) -> None:
+    """TEM004: the flag passed to a TE callable that does not accept it (no fix)."""
+    target = f"TE {callee.name} `{describe(call.func)}`"
+    if keyword is not None:
+        a.report("TEM004", keyword, target, None)
+    for splat in splats:
+        if isinstance(splat.value, ast.Dict):
+            for key in splat.value.keys:
+                if key is not None and constant_str(key) == FLAG:
+                    a.report("TEM004", key, target, None)
+
+
+def tem005_in_loop(a: Analysis, site: FlagCall, fix: Fix | None) -> None:
+    """TEM005: a non-None flag to a TE module that a loop calls more than once per forward."""
+    if site.repeated and site.node is not None:
+        a.report("TEM005", site.node, site.target, fix, why=site.repeated)
+        a.reported_shared.add(id(site.node))
+
+
+def tem005_called_twice(a: Analysis) -> None:
+    """TEM005: the same module called with a non-None flag at two non-exclusive places."""
+    for sites in a.sites.values():
+        by_key: dict[str, list[CallSite]] = {}
+        for site in sites:
+            by_key.setdefault(site.key, []).append(site)
+        for group in by_key.values():
+            if len(group) < 2:
+                continue
+            for site in group:
+                if id(site.flag_node) in a.reported_shared:
+                    continue  # already reported: it runs in a loop
+                others = [
+                    o
+                    for o in group
+                    if o is not site and not exclusive(o.exclusive_path, site.exclusive_path)
+                ]
+                if not others:
+                    continue
+                line = others[0].flag_node.lineno  # type: ignore[attr-defined]
+                why = f"also called at line {line}"
+                a.report("TEM005", site.flag_node, site.target, site.fix, why=why)
+
+
+def repeat_reason(a: Analysis, call: ast.Call, ctx: Context) -> str | None:
+    """Why this call may run more than once per forward (a loop over a fixed module)."""
+    for loop in reversed(ctx.loops):
+        bound, runs_backward = a.loop_facts(loop)
+        used = {n.id for n in ast.walk(call.func) if isinstance(n, ast.Name)}
+        if used & bound:
+            return None
+        if runs_backward:
+            return None
+        kind = (
+            "comprehension"
+            if isinstance(loop, COMPREHENSIONS)
+            else ("while loop" if isinstance(loop, ast.While) else "for loop")
+        )
+        return f"called in a {kind} at line {loop.lineno}"  # type: ignore[attr-defined]
+    return None

@@ -1,0 +1,109 @@
+"""One file's analysis: the pieces (symbols, resolver, tracker, fixes), the walk, the findings."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import replace
+
+from lint_rules.analysis import checks
+from lint_rules.analysis.fixes import FixBuilder, NoFixes
+from lint_rules.analysis.resolve import Resolver
+from lint_rules.analysis.symbols import ModuleSymbols, Scope
+from lint_rules.analysis.tracking import Tracker
+from lint_rules.analysis.walk import (
+    MODULE_CONTEXT,
+    Context,
+    Walker,
+    loop_bound_names,
+    loop_runs_backward,
+)
+from lint_rules.findings import Finding, Fix
+from lint_rules.rules import MESSAGES
+from lint_rules.settings import Settings
+from lint_rules.te import TE_ROOT
+
+
+class Analysis:
+    """Run every rule over one module tree; ``fixes`` builds edits (faces that apply them)."""
+
+    def __init__(
+        self, tree: ast.Module, settings: Settings, source: str | None, fixes: bool = True
+    ) -> None:
+        self.tree = tree
+        self.settings = settings
+        self.mentions_te = source is None or TE_ROOT in source
+        self.symbols = ModuleSymbols(tree)
+        self.resolver = Resolver(self.symbols)
+        guards = tuple(dict.fromkeys((*settings.guard_functions, settings.guard_import)))
+        self.tracker = Tracker(self.symbols, guards)
+        self.fixes: FixBuilder | NoFixes = (
+            FixBuilder(self.symbols, settings, source) if fixes else NoFixes()
+        )
+        self.findings: list[Finding] = []
+        self.reported_keys: set[int] = set()
+        self.reported_shared: set[int] = set()
+        self.sites: dict[int, list[checks.CallSite]] = {}
+        self._loops: dict[int, tuple[set[str], bool]] = {}
+
+    def run(self) -> list[Finding]:
+        Walker(self._on_call).walk_body(self.tree.body, MODULE_CONTEXT)
+        checks.tem005_called_twice(self)
+        self._share_fixes()
+        self.findings.sort(key=lambda f: f.sort_key)
+        return self.findings
+
+    def _on_call(self, call: ast.Call, ctx: Context) -> None:
+        checks.check_call(self, call, ctx)
+
+    def scope_of(self, ctx: Context) -> Scope | None:
+        """The (lazily built) scope of the function the walk is in, chained to its parents."""
+        if ctx.scope is None:
+            return None
+        node, outer, method_class = ctx.scope
+        cached = self.symbols.cached_scope(node)
+        if cached is not None:
+            return cached
+        parent = self.scope_of(outer) if outer is not None else None
+        return self.symbols.scope(node, parent, method_class)
+
+    def loop_facts(self, loop: ast.AST) -> tuple[set[str], bool]:
+        """The names a loop binds and whether it runs backward, computed once per loop."""
+        facts = self._loops.get(id(loop))
+        if facts is None:
+            facts = self._loops[id(loop)] = (loop_bound_names(loop), loop_runs_backward(loop))
+        return facts
+
+    def report(self, code: str, node: ast.AST, target: str, fix: Fix | None, **extra: str) -> None:
+        guards = self.tracker.guards
+        guard = guards[0] if guards else "is_first_microbatch_tracked"
+        message = MESSAGES[code].format(
+            callee=target,
+            guard=guard.rsplit(".", 1)[-1],
+            mapping=extra.get("mapping", "kwargs"),
+            why=extra.get("why", ""),
+        )
+        self.findings.append(
+            Finding(
+                code,
+                message,
+                node.lineno,  # type: ignore[attr-defined]
+                node.col_offset,  # type: ignore[attr-defined]
+                node.end_lineno or node.lineno,  # type: ignore[attr-defined]
+                node.end_col_offset if node.end_col_offset is not None else node.col_offset,  # type: ignore[attr-defined]
+                fix,
+            )
+        )
+
+    def _share_fixes(self) -> None:
+        """A value that TEM005 reports gets TEM005's fix (None) under every code.
+
+        A guard does not make a module called twice safe, and one value must have one fix.
+        """
+        shared = {(f.line, f.col): f.fix for f in self.findings if f.code == "TEM005"}
+        if shared:
+            self.findings = [
+                replace(f, fix=shared[(f.line, f.col)])
+                if f.code != "TEM005" and (f.line, f.col) in shared
+                else f
+                for f in self.findings
+            ]

@@ -1,0 +1,385 @@
+"""What a file binds: module-level names (imports with their ``try``/``if`` alternatives,
+functions, classes, assignments), function scopes, and the classes defined in the file.
+
+Nothing here knows about TE; ``resolve`` turns these bindings into meanings.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Union
+
+from lint_rules.te import FLAG
+
+FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda]
+Branch = tuple[ast.expr, bool]
+"""A guarding condition and the outcome under which the code runs (True: the ``if`` body)."""
+
+
+def dotted(node: ast.expr) -> str | None:
+    """``a.b.c`` for a chain of attributes on a name, else None."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+def constant_str(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    return None
+
+
+def is_none(node: ast.AST | None) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
+
+
+def target_names(target: ast.expr) -> Iterator[ast.Name]:
+    """The names an assignment or loop target binds."""
+    if isinstance(target, ast.Name):
+        yield target
+    elif isinstance(target, (ast.Tuple, ast.List)):
+        for elt in target.elts:
+            yield from target_names(elt)
+    elif isinstance(target, ast.Starred):
+        yield from target_names(target.value)
+
+
+def statements(body: Sequence[ast.stmt]) -> Iterator[ast.stmt]:
+    """Every statement of a body, through compound statements but not into nested scopes.
+
+    Assignments are statements, so this finds ``self.x = ...`` without visiting expressions.
+    """
+    for stmt in body:
+        yield stmt
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        for name in ("body", "orelse", "finalbody"):
+            yield from statements(getattr(stmt, name, ()))
+        for handler in getattr(stmt, "handlers", ()):
+            yield from statements(handler.body)
+        for case in getattr(stmt, "cases", ()):
+            yield from statements(case.body)
+
+
+# --------------------------------------------------------------------------------------------
+# Function scopes
+
+
+@dataclass
+class Binding:
+    """One way a local name gets a value inside a function."""
+
+    how: str  # "assign" | "unpack" | "for" | "import" | "def" | "class" | "aug" | "other"
+    value: ast.expr | None
+    branches: tuple[Branch, ...]
+    qualname: str = ""
+    definition: ast.ClassDef | None = None
+
+
+@dataclass
+class Scope:
+    """What a function binds: parameters, local assignments, dict-key stores, loop names."""
+
+    node: FunctionNode | None
+    parent: Scope | None
+    cls: ast.ClassDef | None
+    params: dict[str, ast.expr | None] = field(default_factory=dict)
+    bindings: dict[str, list[Binding]] = field(default_factory=dict)
+    key_stores: dict[str, list[tuple[ast.AST, ast.expr, tuple[Branch, ...]]]] = field(
+        default_factory=dict
+    )
+
+    def lookup(self, name: str) -> Scope | None:
+        scope: Scope | None = self
+        while scope is not None:
+            if name in scope.params or name in scope.bindings:
+                return scope
+            scope = scope.parent
+        return None
+
+    def enclosing_class(self) -> ast.ClassDef | None:
+        """The class of the nearest enclosing method."""
+        current: Scope | None = self
+        while current is not None:
+            if current.cls is not None:
+                return current.cls
+            current = current.parent
+        return None
+
+    @property
+    def self_name(self) -> str | None:
+        """The first parameter of a method (``self``), if this function is one."""
+        return self._first_parameter() if self._method_kind() == "instance" else None
+
+    @property
+    def cls_name(self) -> str | None:
+        """The first parameter of a classmethod (``cls``), if this function is one."""
+        return self._first_parameter() if self._method_kind() == "class" else None
+
+    def _first_parameter(self) -> str | None:
+        assert isinstance(self.node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        args = self.node.args.posonlyargs + self.node.args.args
+        return args[0].arg if args else None
+
+    def _method_kind(self) -> str | None:
+        if self.cls is None or not isinstance(self.node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return None
+        names = {d.id for d in self.node.decorator_list if isinstance(d, ast.Name)}
+        if "staticmethod" in names:
+            return None
+        return "class" if "classmethod" in names else "instance"
+
+
+class _ScopeCollector:
+    """Collect a function's bindings, with the guarding branches each one sits in."""
+
+    def __init__(self, scope: Scope) -> None:
+        self.scope = scope
+
+    def bind(self, name: str, binding: Binding) -> None:
+        self.scope.bindings.setdefault(name, []).append(binding)
+
+    def collect(self, node: FunctionNode) -> None:
+        args = node.args
+        for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs):
+            self.scope.params[arg.arg] = arg.annotation
+        for arg in (args.vararg, args.kwarg):
+            if arg is not None:
+                self.scope.params[arg.arg] = None
+        if isinstance(node, ast.Lambda):
+            self.expr(node.body, ())
+        else:
+            self.block(node.body, ())
+
+    def block(self, body: Sequence[ast.stmt], branches: tuple[Branch, ...]) -> None:
+        for stmt in body:
+            self.stmt(stmt, branches)
+
+    def stmt(self, stmt: ast.stmt, branches: tuple[Branch, ...]) -> None:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            self.bind(stmt.name, Binding("def", None, branches))
+            return
+        if isinstance(stmt, ast.ClassDef):
+            self.bind(stmt.name, Binding("class", None, branches, definition=stmt))
+            return
+        if isinstance(stmt, ast.If):
+            self.expr(stmt.test, branches)
+            self.block(stmt.body, (*branches, (stmt.test, True)))
+            self.block(stmt.orelse, (*branches, (stmt.test, False)))
+            return
+        if isinstance(stmt, ast.Assign):
+            for target in stmt.targets:
+                self.assign_target(target, stmt.value, branches)
+        elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+            self.assign_target(stmt.target, stmt.value, branches)
+        elif isinstance(stmt, ast.AugAssign):
+            for name in target_names(stmt.target):
+                self.bind(name.id, Binding("aug", stmt.value, branches))
+        elif isinstance(stmt, (ast.For, ast.AsyncFor)):
+            for name in target_names(stmt.target):
+                self.bind(name.id, Binding("for", stmt.iter, branches))
+        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+            for item in stmt.items:
+                if item.optional_vars is not None:
+                    for name in target_names(item.optional_vars):
+                        self.bind(name.id, Binding("other", None, branches))
+        elif isinstance(stmt, ast.Import):
+            for alias in stmt.names:
+                local = alias.asname or alias.name.split(".")[0]
+                qual = alias.name if alias.asname else alias.name.split(".")[0]
+                self.bind(local, Binding("import", None, branches, qual))
+        elif isinstance(stmt, ast.ImportFrom):
+            module = "." * stmt.level + (stmt.module or "")
+            for alias in stmt.names:
+                local = alias.asname or alias.name
+                self.bind(local, Binding("import", None, branches, f"{module}.{alias.name}"))
+        elif isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
+            self.block(stmt.body, branches)  # type: ignore[attr-defined]
+            for handler in stmt.handlers:  # type: ignore[attr-defined]
+                if handler.name:
+                    self.bind(handler.name, Binding("other", None, branches))
+                self.block(handler.body, branches)
+            self.block(stmt.orelse, branches)  # type: ignore[attr-defined]
+            self.block(stmt.finalbody, branches)  # type: ignore[attr-defined]
+            return
+        elif isinstance(stmt, ast.Expr):
+            self.update_call(stmt.value, branches)
+        for child in ast.iter_child_nodes(stmt):
+            if isinstance(child, ast.stmt):
+                self.stmt(child, branches)
+            elif isinstance(child, ast.expr):
+                self.expr(child, branches)
+
+    def assign_target(
+        self, target: ast.expr, value: ast.expr, branches: tuple[Branch, ...]
+    ) -> None:
+        if isinstance(target, ast.Name):
+            self.bind(target.id, Binding("assign", value, branches))
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            for name in target_names(target):
+                self.bind(name.id, Binding("unpack", value, branches))
+        elif (
+            isinstance(target, ast.Subscript)
+            and isinstance(target.value, ast.Name)
+            and constant_str(target.slice) == FLAG
+        ):
+            self.scope.key_stores.setdefault(target.value.id, []).append((target, value, branches))
+
+    def update_call(self, call: ast.expr, branches: tuple[Branch, ...]) -> None:
+        """``kw.update(is_first_microbatch=v)`` stores the key like a subscript would."""
+        if (
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Attribute)
+            and call.func.attr in ("update", "setdefault")
+            and isinstance(call.func.value, ast.Name)
+        ):
+            for kw in call.keywords:
+                if kw.arg == FLAG:
+                    self.scope.key_stores.setdefault(call.func.value.id, []).append(
+                        (kw, kw.value, branches)
+                    )
+
+    def expr(self, expr: ast.expr, branches: tuple[Branch, ...]) -> None:
+        """Walrus targets bind in the function; nested scopes are skipped."""
+        stack = [expr]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, ast.NamedExpr):
+                self.bind(node.target.id, Binding("assign", node.value, branches))
+            if isinstance(node, (ast.Lambda,)):
+                continue
+            stack.extend(ast.iter_child_nodes(node))
+
+
+# --------------------------------------------------------------------------------------------
+# Classes defined in the file
+
+
+@dataclass
+class ClassInfo:
+    """A class defined in the file: its methods and the attributes its methods assign."""
+
+    node: ast.ClassDef
+    methods: set[str]
+    attributes: dict[str, list[tuple[ast.expr, FunctionNode]]]
+    class_attributes: dict[str, ast.expr]
+
+
+def _class_info(node: ast.ClassDef) -> ClassInfo:
+    methods: set[str] = set()
+    attributes: dict[str, list[tuple[ast.expr, FunctionNode]]] = {}
+    class_attributes: dict[str, ast.expr] = {}
+    for stmt in node.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            methods.add(stmt.name)
+            args = stmt.args.posonlyargs + stmt.args.args
+            if not args:
+                continue
+            self_name = args[0].arg
+            for sub in statements(stmt.body):
+                if isinstance(sub, (ast.Assign, ast.AnnAssign)):
+                    targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target]
+                    if sub.value is None:
+                        continue
+                    for target in targets:
+                        if (
+                            isinstance(target, ast.Attribute)
+                            and isinstance(target.value, ast.Name)
+                            and target.value.id == self_name
+                        ):
+                            attributes.setdefault(target.attr, []).append((sub.value, stmt))
+        elif isinstance(stmt, ast.Assign):
+            for target in stmt.targets:
+                if isinstance(target, ast.Name):
+                    class_attributes[target.id] = stmt.value
+        elif (
+            isinstance(stmt, ast.AnnAssign)
+            and isinstance(stmt.target, ast.Name)
+            and stmt.value is not None
+        ):
+            class_attributes[stmt.target.id] = stmt.value
+    return ClassInfo(node, methods, attributes, class_attributes)
+
+
+# --------------------------------------------------------------------------------------------
+# The module
+
+
+class ModuleSymbols:
+    """Module-level names, and (lazily) the scopes and classes the analysis asks about.
+
+    Imports inside functions live in their scopes, not here.
+    """
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.alias_choices: dict[str, list[str]] = {}
+        """Every module a module-level name may be imported from (``try``/``if`` picks one)."""
+        self.functions: set[str] = set()
+        self.classes: dict[str, ast.ClassDef] = {}
+        self.assigns: dict[str, list[ast.expr]] = {}
+        self._class_info: dict[ast.ClassDef, ClassInfo] = {}
+        self._scopes: dict[FunctionNode, Scope] = {}
+        for stmt in tree.body:
+            self._collect(stmt)
+
+    def _alias(self, local: str, qualname: str) -> None:
+        """Remember every module a name may come from (``try``/``if`` picks one at run time)."""
+        choices = self.alias_choices.setdefault(local, [])
+        if qualname not in choices:
+            choices.append(qualname)
+
+    def _collect(self, stmt: ast.stmt) -> None:
+        if isinstance(stmt, ast.Import):
+            for alias in stmt.names:
+                if alias.asname:
+                    self._alias(alias.asname, alias.name)
+                else:
+                    root = alias.name.split(".")[0]
+                    self._alias(root, root)
+        elif isinstance(stmt, ast.ImportFrom):
+            module = "." * stmt.level + (stmt.module or "")
+            for alias in stmt.names:
+                if alias.name != "*":
+                    self._alias(alias.asname or alias.name, f"{module}.{alias.name}")
+        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            self.functions.add(stmt.name)
+        elif isinstance(stmt, ast.ClassDef):
+            self.classes[stmt.name] = stmt
+        elif isinstance(stmt, ast.Assign):
+            for target in stmt.targets:
+                if isinstance(target, ast.Name):
+                    self.assigns.setdefault(target.id, []).append(stmt.value)
+        elif isinstance(stmt, ast.AnnAssign) and stmt.value and isinstance(stmt.target, ast.Name):
+            self.assigns.setdefault(stmt.target.id, []).append(stmt.value)
+        elif isinstance(stmt, (ast.If, ast.Try, ast.With)) or type(stmt).__name__ == "TryStar":
+            for child in ast.iter_child_nodes(stmt):
+                if isinstance(child, ast.stmt):
+                    self._collect(child)
+                elif isinstance(child, ast.ExceptHandler):
+                    for sub in child.body:
+                        self._collect(sub)
+
+    def class_info(self, node: ast.ClassDef) -> ClassInfo:
+        info = self._class_info.get(node)
+        if info is None:
+            info = self._class_info[node] = _class_info(node)
+        return info
+
+    def scope(self, node: FunctionNode, parent: Scope | None, cls: ast.ClassDef | None) -> Scope:
+        """The bindings of a function, collected once, chained to its enclosing function."""
+        scope = self._scopes.get(node)
+        if scope is None:
+            scope = Scope(node, parent, cls)
+            _ScopeCollector(scope).collect(node)
+            self._scopes[node] = scope
+        return scope
+
+    def cached_scope(self, node: FunctionNode) -> Scope | None:
+        return self._scopes.get(node)
