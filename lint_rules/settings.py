@@ -2,7 +2,8 @@
 
 The keys are the same everywhere: flake8 options ``--te-guard-functions`` and
 ``--te-unresolved``; ``[tool.te-microbatch-lint]`` keys ``guard-functions``, ``unresolved``,
-``fix-strategy``, ``guard-import``, ``guard-config``, ``unsafe-fixes``, ``exclude``; CLI flags
+``fix-strategy``, ``guard-import``, ``guard-config``, ``unsafe-fixes``, ``exclude``,
+``tracked-functions``; CLI flags
 win over the file.
 """
 
@@ -35,6 +36,8 @@ class Settings:
     guard_config: str = DEFAULT_GUARD_CONFIG
     exclude: tuple[str, ...] = ()
     unsafe_fixes: bool = False
+    tracked_functions: tuple[str, ...] = ()
+    """Project functions whose result is a tracked flag (re-armed every step by the project)."""
 
     def __post_init__(self) -> None:
         for problem in (
@@ -109,6 +112,7 @@ def flag_overrides(
     guard_import: str | None = None,
     guard_config: str | None = None,
     unsafe_fixes: bool | None = None,
+    te_tracked_functions: str | None = None,
 ) -> dict[str, Any]:
     """Command-line flags (CLI or libcst runner) as overrides for ``load_settings``."""
     return {
@@ -118,6 +122,7 @@ def flag_overrides(
         "guard_import": guard_import,
         "guard_config": guard_config,
         "unsafe_fixes": unsafe_fixes or None,
+        "tracked_functions": split_list(te_tracked_functions) if te_tracked_functions else None,
     }
 
 
@@ -156,8 +161,9 @@ def load_settings(pyproject: Path | None, overrides: dict[str, Any] | None = Non
             values[name] = value
     guards = split_list(values.pop("guard_functions", ()))
     exclude = split_list(values.pop("exclude", ()))
+    tracked = split_list(values.pop("tracked_functions", ()))
     try:
-        settings = Settings(**values, exclude=exclude)
+        settings = Settings(**values, exclude=exclude, tracked_functions=tracked)
     except SettingsError as error:
         key = str(error).split(" ", 1)[0].replace("-", "_")
         from_file = key in {_KEYS.get(k, k) for k in raw} and (overrides or {}).get(key) is None
