@@ -1,22 +1,26 @@
 """Apply the core's fixes to source text: exact edits, everything else byte-identical.
 
-Edits are applied to the text in place (positions come from ``ast``), so comments, blank
-lines, quoting, trailing commas, line breaks inside calls, the encoding cookie and CRLF
-newlines are untouched by construction. libcst is imported only when an import must be added
-(the ``guard`` strategy), and the result is always re-parsed before it is returned.
+Edits are applied to the text in place (positions come from ``ast``), so blank lines, quoting,
+trailing commas, line breaks inside calls, the encoding cookie and CRLF newlines are untouched
+by construction. Comments inside a replaced value are kept (after the new value, then on their
+own lines). A fix is applied only when it is ``safe`` or unsafe fixes were asked for, and never
+when a ``# noqa`` for its code sits on any line its edits span. libcst is imported only when an
+import must be added (the ``guard`` strategy), and the result is re-parsed before it is returned.
 """
 
 from __future__ import annotations
 
 import ast
+import io
+import tokenize
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from lint_rules.analysis import analyze_source
-from lint_rules.findings import Edit, Finding, char_column, split_lines
-from lint_rules.noqa import filter_noqa
+from lint_rules.findings import Finding, char_column, split_lines
+from lint_rules.noqa import filter_noqa, noqa_checker
 from lint_rules.settings import DEFAULT_SETTINGS, Settings
-
 
 class FixError(RuntimeError):
     """The fixed text would not parse: nothing is written (a bug; please report it)."""
@@ -24,11 +28,18 @@ class FixError(RuntimeError):
 
 @dataclass
 class FixResult:
-    """The new text, the findings whose fixes were applied, and notes for the user."""
+    """The new text, what was fixed, what was left, and notes for the user."""
 
     text: str
     applied: list[Finding] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    remaining: list[Finding] = field(default_factory=list)
+    """Unsuppressed findings left in place: no fix (TEM004), an unsafe fix not asked for, or
+    a fix skipped (see ``skipped``)."""
+    unsafe: list[Finding] = field(default_factory=list)
+    """Remaining because their fix is unsafe and unsafe fixes were not asked for."""
+    skipped: list[Finding] = field(default_factory=list)
+    """Remaining because their fix was skipped: a ``# noqa`` on a line it spans, an overlap."""
 
     @property
     def changed(self) -> bool:
@@ -53,61 +64,194 @@ def _overlaps(a: tuple[int, int], b: tuple[int, int]) -> bool:
     return a[0] <= b[1] and b[0] <= a[1]
 
 
-def apply_edits(text: str, findings: list[Finding]) -> tuple[str, list[Finding], list[str]]:
-    """Apply each finding's edits; a fix that collides with an earlier one is skipped."""
+def _comments(old: str) -> list[tuple[int, str]] | None:
+    """(line index within ``old``, comment) for each comment token; None if it won't tokenize.
+
+    ``old`` is the source of an expression (a replaced value), so inside parentheses it is one
+    logical line whatever its line breaks.
+    """
+    flat = old.replace("\r\n", "\n").replace("\r", "\n")
+    found: list[tuple[int, str]] = []
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(f"({flat})").readline):
+            if token.type == tokenize.COMMENT:
+                found.append((token.start[0] - 1, token.string))
+    except (tokenize.TokenError, SyntaxError):
+        return None
+    return found
+
+
+def keep_comments(old: str, new: str, after: str = "") -> str | None:
+    """``new`` followed by the comments of the replaced text ``old``, in order.
+
+    The first comment goes after the new value, each further one on its own line with the
+    indentation of the line it was on; the text after the replaced span starts on a new line
+    with the indentation of the span's last line (a comment always ends its line, and inside a
+    call the line break is free), less the blanks that ``after`` (the rest of that line) starts
+    with before its own comment. None when ``old`` cannot be read (the fix is then skipped).
+    """
+    if "#" not in old:
+        return new
+    comments = _comments(old)
+    if comments is None:
+        return None
+    if not comments:
+        return new
+    lines = split_lines(old)
+
+    def ending(index: int) -> str:
+        line = lines[index]
+        return line[len(line.rstrip("\r\n")) :] or "\n"
+
+    def indent(index: int) -> str:
+        line = lines[index]
+        return line[: len(line) - len(line.lstrip(" \t"))]
+
+    pieces = [new]
+    for number, (index, comment) in enumerate(comments):
+        if number == 0:
+            pieces.append(f"  {comment}")
+        else:
+            pieces.append(f"{ending(comments[number - 1][0])}{indent(index)}{comment}")
+    last_indent = indent(len(lines) - 1)
+    blanks = len(after) - len(after.lstrip(" \t"))
+    if after.lstrip(" \t").startswith("#") and last_indent.endswith(after[:blanks]):
+        last_indent = last_indent[: len(last_indent) - blanks]
+    pieces.append(f"{ending(comments[-1][0])}{last_indent}")
+    return "".join(pieces)
+
+
+@dataclass
+class _Plan:
+    accepted: list[tuple[int, int, str]] = field(default_factory=list)
+    applied: list[Finding] = field(default_factory=list)
+    skipped: list[Finding] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def apply_edits(
+    text: str,
+    findings: list[Finding],
+    suppressed: Callable[[str, int], bool] | None = None,
+) -> tuple[str, list[Finding], list[str], list[Finding]]:
+    """Apply each finding's edits: (new text, applied, notes, skipped).
+
+    A fix is skipped when it collides with an earlier one, when ``suppressed(code, line)`` says
+    a ``# noqa`` covers a line its edits span, or when a replaced value's comments cannot be
+    read (they would be lost).
+    """
     lines = split_lines(text)
     starts = _offsets(lines)
     # Findings on one value carry one fix (the core shares TEM005's None), applied once.
-    ordered = sorted(findings, key=lambda f: f.sort_key)
     taken: list[tuple[int, int]] = []
-    accepted: list[tuple[int, int, str]] = []
-    applied: list[Finding] = []
-    notes: list[str] = []
-    seen_edits: set[tuple[Edit, ...]] = set()
-    for finding in ordered:
+    plan = _Plan()
+    seen_edits: set[tuple] = set()
+    for finding in sorted(findings, key=lambda f: f.sort_key):
         fix = finding.fix
         if fix is None:
             continue
         if fix.edits in seen_edits:
-            applied.append(finding)
+            plan.applied.append(finding)
             continue
-        spans = [
-            (
-                _char_offset(lines, starts, e.start),
-                _char_offset(lines, starts, e.end),
-                e.replacement,
-            )
-            for e in fix.edits
-        ]
-        whole = (min(s[0] for s in spans), max(s[1] for s in spans))
-        if any(_overlaps(whole, other) for other in taken):
-            notes.append(
-                f"line {finding.line}: {finding.code} not fixed here, it overlaps another fix"
+        first = min(e.start[0] for e in fix.edits)
+        last = max(e.end[0] for e in fix.edits)
+        if suppressed is not None and any(
+            suppressed(finding.code, line) for line in range(first, last + 1)
+        ):
+            plan.skipped.append(finding)
+            plan.notes.append(
+                f"line {finding.line}: {finding.code} not fixed, a `# noqa` covers a line "
+                "the fix would change"
             )
             continue
-        taken.append(whole)
-        accepted.extend(spans)
-        seen_edits.add(fix.edits)
-        applied.append(finding)
-        if fix.note:
-            notes.append(f"line {finding.line}: {fix.note}")
+        spans = []
+        for e in fix.edits:
+            begin = _char_offset(lines, starts, e.start)
+            end = _char_offset(lines, starts, e.end)
+            after = lines[e.end[0] - 1][end - starts[e.end[0] - 1] :]
+            replacement = keep_comments(text[begin:end], e.replacement, after)
+            if replacement is None:
+                break
+            spans.append((begin, end, replacement))
+        else:
+            whole = (min(s[0] for s in spans), max(s[1] for s in spans))
+            if any(_overlaps(whole, other) for other in taken):
+                plan.skipped.append(finding)
+                plan.notes.append(
+                    f"line {finding.line}: {finding.code} not fixed here, it overlaps another fix"
+                )
+                continue
+            taken.append(whole)
+            plan.accepted.extend(spans)
+            seen_edits.add(fix.edits)
+            plan.applied.append(finding)
+            if fix.note:
+                plan.notes.append(f"line {finding.line}: {fix.note}")
+            continue
+        plan.skipped.append(finding)
+        plan.notes.append(f"line {finding.line}: {finding.code} not fixed, its comments are unclear")
     pieces: list[str] = []
     cursor = len(text)
-    for start, end, replacement in sorted(accepted, key=lambda s: (s[0], s[1]), reverse=True):
+    for begin, end, replacement in sorted(plan.accepted, key=lambda s: (s[0], s[1]), reverse=True):
         pieces.append(text[end:cursor])
         pieces.append(replacement)
-        cursor = start
+        cursor = begin
     pieces.append(text[:cursor])
-    return "".join(reversed(pieces)), sorted(applied, key=lambda f: f.sort_key), notes
+    applied = sorted(plan.applied, key=lambda f: f.sort_key)
+    return "".join(reversed(pieces)), applied, plan.notes, plan.skipped
+
+
+def _runtime_names(tree: ast.Module) -> set[str]:
+    """Names bound when the module runs: module-level statements, through ``if``/``try``/
+    ``with`` blocks, but not under ``if TYPE_CHECKING:`` and not inside functions or classes."""
+    names: set[str] = set()
+    todo: list[ast.stmt] = list(tree.body)
+    while todo:
+        stmt = todo.pop()
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            for alias in stmt.names:
+                if alias.name != "*":
+                    names.add(alias.asname or alias.name.split(".", 1)[0])
+        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(stmt.name)
+        elif isinstance(stmt, ast.Assign):
+            names.update(n.id for t in stmt.targets for n in ast.walk(t) if isinstance(n, ast.Name))
+        elif isinstance(stmt, ast.If):
+            if not _is_type_checking(stmt.test):
+                todo.extend(stmt.body)
+            todo.extend(stmt.orelse)
+        elif isinstance(stmt, (ast.Try, getattr(ast, "TryStar", ast.Try))):
+            todo.extend(stmt.body)
+            todo.extend(stmt.orelse)
+            todo.extend(stmt.finalbody)
+            for handler in stmt.handlers:
+                todo.extend(handler.body)
+        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+            todo.extend(stmt.body)
+    return names
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
 
 
 def add_guard_import(text: str, dotted: str) -> str:
-    """Add ``from module import name`` once, where libcst's AddImportsVisitor puts it."""
+    """Add ``from module import name`` unless ``name`` is bound when the module runs.
+
+    libcst's AddImportsVisitor puts it after the last import of the first import block (or
+    merges it into an existing ``from module import ...``).
+    """
     import libcst as cst
     from libcst.codemod import CodemodContext
     from libcst.codemod.visitors import AddImportsVisitor
 
     module_name, _, name = dotted.rpartition(".")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if name in _runtime_names(ast.parse(text)):
+            return text
     tree = cst.parse_module(text)
     context = CodemodContext()
     AddImportsVisitor.add_needed_import(context, module_name, name)
@@ -117,15 +261,22 @@ def add_guard_import(text: str, dotted: str) -> str:
 def fix_source(
     text: str, settings: Settings = DEFAULT_SETTINGS, disable_noqa: bool = False
 ) -> FixResult:
-    """Fix every TEM001/2/3/5 finding that no ``# noqa`` suppresses. Raises SyntaxError."""
+    """Fix every finding that has a fix (safe ones; unsafe ones too with ``unsafe_fixes``) and
+    that no ``# noqa`` covers, on its line or on any line the fix spans. Raises SyntaxError."""
     findings = analyze_source(text, settings)
     if not findings:
         return FixResult(text)
     kept, _ = filter_noqa(findings, text, disable_noqa)
-    fixable = [f for f in kept if f.fix is not None]  # TEM004 carries no fix
-    if not fixable:
-        return FixResult(text)
-    new_text, applied, notes = apply_edits(text, fixable)
+    allowed = ("safe", "unsafe") if settings.unsafe_fixes else ("safe",)
+    fixable = [f for f in kept if f.fix is not None and f.fix.applicability in allowed]
+    unsafe = [f for f in kept if f.fix is not None and f.fix.applicability not in allowed]
+    new_text, applied, notes, skipped = apply_edits(
+        text, fixable, noqa_checker(text, disable_noqa)
+    )
+    done = {id(f) for f in applied}
+    remaining = [f for f in kept if id(f) not in done]
+    if not applied:
+        return FixResult(text, [], notes, remaining, unsafe, skipped)
     imports = sorted({f.fix.guard_import for f in applied if f.fix and f.fix.guard_import})
     for dotted in imports:
         new_text = add_guard_import(new_text, dotted)
@@ -135,4 +286,4 @@ def fix_source(
             ast.parse(new_text)
     except SyntaxError as error:
         raise FixError(f"the fixed text does not parse ({error}); nothing was changed") from error
-    return FixResult(new_text, applied, notes)
+    return FixResult(new_text, applied, notes, remaining, unsafe, skipped)

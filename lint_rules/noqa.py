@@ -12,7 +12,7 @@ from __future__ import annotations
 import io
 import re
 import tokenize
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from lint_rules.findings import Finding, split_lines
 
@@ -84,3 +84,24 @@ def filter_noqa(
             line = lines[finding.line - 1] if 0 < finding.line <= len(lines) else ""
         (suppressed if is_suppressed(finding.code, line) else kept).append(finding)
     return kept, suppressed
+
+
+def noqa_checker(text: str, disable_noqa: bool = False) -> Callable[[str, int], bool]:
+    """``suppressed(code, line)``: whether a ``# noqa`` applying to ``code`` covers ``line``.
+
+    The fixer asks it for every line an edit spans, not only the line a finding is on.
+    """
+    if disable_noqa or "noqa" not in text.lower():
+        return lambda code, line: False
+    lines = split_lines(text)
+    if file_is_noqa(lines):
+        return lambda code, line: True
+    mapping = _noqa_line_mapping(lines)
+
+    def suppressed(code: str, line: int) -> bool:
+        physical = mapping.get(line)
+        if physical is None:
+            physical = lines[line - 1] if 0 < line <= len(lines) else ""
+        return is_suppressed(code, physical)
+
+    return suppressed

@@ -1,8 +1,8 @@
 """The fixture catalogue, checked through flake8's real plugin machinery and the core.
 
 Cases are discovered from files (docs/catalogue.md): ``fixtures/catalogue/*.py`` with inline
-``# TEMnnn:col`` markers, their expected fix outputs ``x.fixed`` (strategy ``none``) and
-``x.guard`` (strategy ``guard``), ``fixtures/options/*.py`` run with the flake8 arguments on
+``# TEMnnn:col`` markers, their expected fix outputs ``x.fixed`` (strategy ``none``),
+``x.guard`` (strategy ``guard``) and ``x.unsafe`` (``--unsafe-fixes``), ``fixtures/options/*.py`` run with the flake8 arguments on
 their first line, and ``fixtures/errors/syntax_error.py``. Adding a case means adding a file.
 """
 
@@ -41,7 +41,9 @@ CASES = sorted(CATALOGUE.glob("*.py"))
 OPTION_CASES = sorted(OPTIONS.glob("*.py"))
 FIXED = sorted(CATALOGUE.glob("*.fixed"))
 GUARDED = sorted(CATALOGUE.glob("*.guard"))
+UNSAFE = sorted(CATALOGUE.glob("*.unsafe"))
 GUARD_SETTINGS = replace(DEFAULT_SETTINGS, fix_strategy="guard")
+UNSAFE_SETTINGS = replace(DEFAULT_SETTINGS, unsafe_fixes=True)
 
 REPORT_LINE = re.compile(
     r"^(?P<path>.+?):(?P<line>\d+):(?P<col>\d+): (?P<code>[A-Z]+\d+) (?P<text>.*)$"
@@ -182,9 +184,17 @@ def _check_fix(source: Path, expected_path: Path, settings: Settings) -> None:
     assert result.changed
     again = fix_source(expected, settings)
     assert again.text == expected and not again.changed, f"{expected_path.name}: not idempotent"
+    # What is left is left on purpose: an unsafe fix not asked for, or a `# noqa` on a line
+    # the fix would change.
     kept, _ = filter_noqa(analyze_source(expected, settings), expected)
-    left = sorted((f.line, f.col + 1, f.code) for f in kept if f.code in FIXABLE_CODES)
+    excused = {id(f) for f in again.unsafe + again.skipped}
+    left = sorted(
+        (f.line, f.col + 1, f.code)
+        for f in again.remaining
+        if f.code in FIXABLE_CODES and id(f) not in excused
+    )
     assert not left, f"{expected_path.name}: fixable findings left after the fix: {left}"
+    assert len(again.remaining) == len(kept)
 
 
 # (e) strategy none: x.py -> x.fixed exactly, idempotent, nothing fixable left.
@@ -215,17 +225,35 @@ def test_messages_start_with_known_codes(catalogue_report: Report) -> None:
 
 
 # Consistency of the catalogue itself.
-@pytest.mark.parametrize("expected", FIXED + GUARDED, ids=_ids(FIXED + GUARDED))
+@pytest.mark.parametrize("expected", FIXED + GUARDED + UNSAFE, ids=_ids(FIXED + GUARDED + UNSAFE))
 def test_expected_output_has_a_source(expected: Path) -> None:
     assert expected.with_suffix(".py").is_file()
 
 
+# (h) unsafe fixes: x.py -> x.unsafe with --unsafe-fixes; without x.unsafe the unsafe run
+# must give x.fixed (nothing unsafe to apply), or leave the file alone when neither exists.
+@pytest.mark.parametrize("case", CASES, ids=_ids(CASES))
+def test_fix_unsafe(case: Path) -> None:
+    unsafe, fixed = case.with_suffix(".unsafe"), case.with_suffix(".fixed")
+    if unsafe.is_file():
+        _check_fix(case, unsafe, UNSAFE_SETTINGS)
+        return
+    expected = read_text(fixed) if fixed.is_file() else read_text(case)
+    assert fix_source(read_text(case), UNSAFE_SETTINGS).text == expected, (
+        f"{case.name}: --unsafe-fixes changes more than {fixed.name}: write {unsafe.name}"
+    )
+
+
 @pytest.mark.parametrize("case", CASES, ids=_ids(CASES))
 def test_unfixable_cases_are_left_alone(case: Path) -> None:
-    """A case with fixable markers has an ``x.fixed``; any other case is not rewritten."""
+    """A case with fixable markers has ``x.fixed`` (or only ``x.unsafe``, when every fix is
+    unsafe); the default fix leaves any other case alone."""
     fixable = {code for _row, _col, code in expected_findings(case) if code in FIXABLE_CODES}
     if fixable:
-        assert case.with_suffix(".fixed").is_file(), f"{case.name} needs {case.stem}.fixed"
+        assert case.with_suffix(".fixed").is_file() or case.with_suffix(".unsafe").is_file(), (
+            f"{case.name} needs {case.stem}.fixed or {case.stem}.unsafe"
+        )
+    if case.with_suffix(".fixed").is_file():
         return
     text = read_text(case)
     for settings in (DEFAULT_SETTINGS, GUARD_SETTINGS):

@@ -1,0 +1,105 @@
+"""Fixes that never change what a program means (docs/fixes.md): comments kept, ``# noqa``
+lines never touched (and the skipped fix reported), unsafe fixes only when asked for.
+
+The catalogue (``fixtures/catalogue/comments_in_values``, ``flake8_noqa_spanned_line``) holds
+the whole-file expectations; these tests pin the pieces a face reports.
+"""
+
+from __future__ import annotations
+
+import tokenize
+from dataclasses import replace
+from io import StringIO
+
+import pytest
+
+from lint_rules.findings import Edit, Finding, Fix
+from lint_rules import fixing
+from lint_rules.fixing import fix_source, keep_comments
+from lint_rules.settings import DEFAULT_SETTINGS
+
+HEADER = (
+    "import transformer_engine.pytorch as te\n\n\n"
+    "# Linear.forward(inp, is_first_microbatch, ...) takes the flag second.\n"
+    "class Block:\n"
+    "    def __init__(self):\n"
+    "        self.fc = te.Linear(4, 4)\n\n"
+)
+
+
+def comments(text: str) -> list[str]:
+    return [
+        t.string
+        for t in tokenize.generate_tokens(StringIO(text).readline)
+        if t.type == tokenize.COMMENT
+    ]
+
+
+def test_noqa_on_the_value_line_skips_the_fix_and_says_so() -> None:
+    text = HEADER + (
+        "    def forward(self, x):\n"
+        "        return self.fc(x, is_first_microbatch=\n"
+        "                       self.flag)  # noqa: TEM001\n"
+    )
+    result = fix_source(text)
+    assert result.text == text and not result.applied
+    assert [f.code for f in result.skipped] == ["TEM001"]
+    assert result.remaining == result.skipped
+    assert any("noqa" in note and "not fixed" in note for note in result.notes)
+
+
+def test_noqa_for_another_code_does_not_protect_the_line() -> None:
+    text = HEADER + (
+        "    def forward(self, x):\n"
+        "        return self.fc(x, is_first_microbatch=\n"
+        "                       self.flag)  # noqa: TEM004\n"
+    )
+    result = fix_source(text)
+    assert "is_first_microbatch=\n                       None)  # noqa: TEM004" in result.text
+    assert not result.skipped and not result.remaining
+
+
+def test_disable_noqa_fixes_under_noqa() -> None:
+    text = HEADER + (
+        "    def forward(self, x):\n"
+        "        return self.fc(x, is_first_microbatch=\n"
+        "                       self.flag)  # noqa\n"
+    )
+    assert fix_source(text, disable_noqa=True).applied
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "(\n            self.a  # note one\n            and self.b  # note two\n        )",
+        "self.a  # note one\n            and self.b",
+        "(self.a  # one\n  # two\n  # three\n  or self.b)",
+        "[  # a\n  self.a,  # b\n][0]",
+    ],
+)
+@pytest.mark.parametrize("form", ["is_first_microbatch={v}", "{v}", "{v}, None"])
+def test_every_comment_of_the_value_survives(value: str, form: str) -> None:
+    text = HEADER + (
+        "    def forward(self, x):\n"
+        f"        return self.fc(\n            x,\n            {form.format(v=value)},\n        )\n"
+    )
+    result = fix_source(text)
+    assert result.applied
+    assert comments(result.text) == comments(text)
+
+
+def test_unsafe_fixes_are_left_unless_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    text = "y = f(x, is_first_microbatch=flag)\n"
+    fix = Fix((Edit((1, 29), (1, 33), "None"),), applicability="unsafe")
+    finding = Finding("TEM001", "TEM001 m", 1, 9, 1, 33, fix)
+    monkeypatch.setattr(fixing, "analyze_source", lambda text, settings: [finding])
+    kept = fix_source(text)
+    assert kept.text == text and kept.unsafe == [finding] and kept.remaining == [finding]
+    done = fix_source(text, replace(DEFAULT_SETTINGS, unsafe_fixes=True))
+    assert done.text == "y = f(x, is_first_microbatch=None)\n" and done.applied == [finding]
+    assert not done.remaining
+
+
+def test_keep_comments_without_comments_is_the_new_value() -> None:
+    assert keep_comments("self.a and self.b", "None") == "None"
+    assert keep_comments("'#' + x", "None") == "None"  # a hash inside a string is no comment
