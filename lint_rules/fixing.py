@@ -22,6 +22,7 @@ from lint_rules.findings import Finding, char_column, split_lines
 from lint_rules.noqa import filter_noqa, noqa_checker
 from lint_rules.settings import DEFAULT_SETTINGS, Settings
 
+
 class FixError(RuntimeError):
     """The fixed text would not parse: nothing is written (a bug; please report it)."""
 
@@ -189,7 +190,9 @@ def apply_edits(
                 plan.notes.append(f"line {finding.line}: {fix.note}")
             continue
         plan.skipped.append(finding)
-        plan.notes.append(f"line {finding.line}: {finding.code} not fixed, its comments are unclear")
+        plan.notes.append(
+            f"line {finding.line}: {finding.code} not fixed, its comments are unclear"
+        )
     pieces: list[str] = []
     cursor = len(text)
     for begin, end, replacement in sorted(plan.accepted, key=lambda s: (s[0], s[1]), reverse=True):
@@ -270,9 +273,7 @@ def fix_source(
     allowed = ("safe", "unsafe") if settings.unsafe_fixes else ("safe",)
     fixable = [f for f in kept if f.fix is not None and f.fix.applicability in allowed]
     unsafe = [f for f in kept if f.fix is not None and f.fix.applicability not in allowed]
-    new_text, applied, notes, skipped = apply_edits(
-        text, fixable, noqa_checker(text, disable_noqa)
-    )
+    new_text, applied, notes, skipped = apply_edits(text, fixable, noqa_checker(text, disable_noqa))
     done = {id(f) for f in applied}
     remaining = [f for f in kept if id(f) not in done]
     if not applied:

@@ -2,8 +2,9 @@
 
 Cases are discovered from files (docs/catalogue.md): ``fixtures/catalogue/*.py`` with inline
 ``# TEMnnn:col`` markers, their expected fix outputs ``x.fixed`` (strategy ``none``),
-``x.guard`` (strategy ``guard``) and ``x.unsafe`` (``--unsafe-fixes``), ``fixtures/options/*.py`` run with the flake8 arguments on
-their first line, and ``fixtures/errors/syntax_error.py``. Adding a case means adding a file.
+``x.guard`` (strategy ``guard``) and ``x.unsafe`` (``--unsafe-fixes``),
+``fixtures/options/*.py`` run with the flake8 arguments on their first line, and
+``fixtures/errors/syntax_error.py``. Adding a case means adding a file.
 """
 
 from __future__ import annotations
@@ -184,7 +185,7 @@ def _check_fix(source: Path, expected_path: Path, settings: Settings) -> None:
     assert result.changed
     again = fix_source(expected, settings)
     assert again.text == expected and not again.changed, f"{expected_path.name}: not idempotent"
-    # What is left is left on purpose: an unsafe fix not asked for, or a `# noqa` on a line
+    # What is left is left on purpose: an unsafe fix not asked for, or a noqa comment on a line
     # the fix would change.
     kept, _ = filter_noqa(analyze_source(expected, settings), expected)
     excused = {id(f) for f in again.unsafe + again.skipped}

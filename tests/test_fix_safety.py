@@ -13,8 +13,8 @@ from io import StringIO
 
 import pytest
 
-from lint_rules.findings import Edit, Finding, Fix
 from lint_rules import fixing
+from lint_rules.findings import Edit, Finding, Fix
 from lint_rules.fixing import fix_source, keep_comments
 from lint_rules.settings import DEFAULT_SETTINGS
 

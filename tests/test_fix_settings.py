@@ -30,9 +30,7 @@ SOURCE = (
 
 
 def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*cli(), *args], cwd=cwd, capture_output=True, text=True, timeout=120
-    )
+    return subprocess.run([*cli(), *args], cwd=cwd, capture_output=True, text=True, timeout=120)
 
 
 def test_fix_is_safe_unless_said_otherwise() -> None:
