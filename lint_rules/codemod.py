@@ -6,15 +6,16 @@ It is a face over ``fixing.fix_source`` (the same rewrite as ``te-microbatch-lin
 module's text goes in, the fixed text comes back as a module. ``--no-format`` matters: the fix
 edits only the flagged values, and libcst's default formatter (black) would restyle the rest.
 Settings come from the ``[tool.te-microbatch-lint]`` table of the ``pyproject.toml`` nearest to
-each file, then from this command's own flags.
+each file (``lint_rules.settings.ConfigResolver``, as for the other faces), then from this
+command's own flags, which are spelled as the CLI's.
 """
 
 from __future__ import annotations
 
 import argparse
-import functools
+import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import libcst as cst
 from libcst.codemod import CodemodContext, VisitorBasedCodemodCommand
@@ -22,17 +23,17 @@ from libcst.codemod import CodemodContext, VisitorBasedCodemodCommand
 from lint_rules.settings import (
     STRATEGY_CHOICES,
     UNRESOLVED_CHOICES,
+    ConfigResolver,
     Settings,
-    find_pyproject,
+    SettingsError,
     flag_overrides,
-    load_settings,
 )
 
 
-@functools.lru_cache(maxsize=64)
-def _settings_for(pyproject: Path | None, overrides: tuple[tuple[str, Any], ...]) -> Settings:
-    """One load per configuration file and flag set, not one per file of the run."""
-    return load_settings(pyproject, dict(overrides))
+def _usage_error(message: str) -> NoReturn:
+    """One line and exit 2, as the other faces do (libcst would print a traceback)."""
+    print(f"error: {message}", file=sys.stderr)
+    raise SystemExit(2)
 
 
 class TEMicrobatchCodemod(VisitorBasedCodemodCommand):
@@ -55,19 +56,47 @@ class TEMicrobatchCodemod(VisitorBasedCodemodCommand):
         arg_parser.add_argument("--guard-import", dest="guard_import", default=None)
         arg_parser.add_argument("--guard-config", dest="guard_config", default=None)
         arg_parser.add_argument(
+            "--guard-functions",
             "--te-guard-functions",
-            dest="te_guard_functions",
+            dest="guard_functions",
             default=None,
             help="extra tracking-guard functions, comma separated",
         )
         arg_parser.add_argument(
-            "--te-unresolved", dest="te_unresolved", choices=UNRESOLVED_CHOICES, default=None
+            "--tracked-functions",
+            "--te-tracked-functions",
+            dest="tracked_functions",
+            default=None,
+            help="functions whose result is a tracked flag, comma separated",
         )
         arg_parser.add_argument(
+            "--unresolved",
+            "--te-unresolved",
+            dest="unresolved",
+            choices=UNRESOLVED_CHOICES,
+            default=None,
+        )
+        arg_parser.add_argument(
+            "--unsafe-fixes",
+            dest="unsafe_fixes",
+            action="store_true",
+            default=False,
+            help="also apply unsafe fixes",
+        )
+        arg_parser.add_argument(
+            "--config",
             "--te-config",
             dest="te_config",
             default=None,
-            help="pyproject.toml to read (default: the nearest one above each file)",
+            help="pyproject.toml to read for every file (default: the nearest one above each "
+            "file with a [tool.te-microbatch-lint] table)",
+        )
+        arg_parser.add_argument(
+            "--isolated",
+            dest="isolated",
+            action="store_true",
+            default=False,
+            help="ignore every configuration file",
         )
         arg_parser.add_argument(
             "--disable-noqa", dest="disable_noqa", action="store_true", default=False
@@ -79,30 +108,40 @@ class TEMicrobatchCodemod(VisitorBasedCodemodCommand):
         fix_strategy: str | None = None,
         guard_import: str | None = None,
         guard_config: str | None = None,
-        te_guard_functions: str | None = None,
-        te_unresolved: str | None = None,
+        guard_functions: str | None = None,
+        tracked_functions: str | None = None,
+        unresolved: str | None = None,
+        unsafe_fixes: bool = False,
         te_config: str | None = None,
+        isolated: bool = False,
         disable_noqa: bool = False,
+        **old_names: Any,
     ) -> None:
         super().__init__(context)
-        self.overrides: tuple[tuple[str, Any], ...] = tuple(
-            flag_overrides(
-                te_guard_functions=te_guard_functions,
-                te_unresolved=te_unresolved,
-                fix_strategy=fix_strategy,
-                guard_import=guard_import,
-                guard_config=guard_config,
-            ).items()
+        flags = dict(
+            fix_strategy=fix_strategy,
+            guard_import=guard_import,
+            guard_config=guard_config,
+            guard_functions=guard_functions,
+            tracked_functions=tracked_functions,
+            unresolved=unresolved,
+            unsafe_fixes=unsafe_fixes,
         )
-        self.te_config = Path(te_config) if te_config else None
+        for name, value in old_names.items():  # te_guard_functions=..., te_unresolved=...
+            if value is not None:
+                flags[name] = value
+        try:
+            self.resolver = ConfigResolver(
+                config=te_config, isolated=isolated, overrides=flag_overrides(**flags)
+            )
+            self.resolver.settings_for(Path.cwd())  # checked at load, not per file
+        except (SettingsError, TypeError) as error:
+            _usage_error(str(error))
         self.disable_noqa = disable_noqa
 
     def settings(self) -> Settings:
-        pyproject = self.te_config
-        if pyproject is None:
-            start = Path(self.context.filename) if self.context.filename else Path.cwd()
-            pyproject = find_pyproject(start)
-        return _settings_for(pyproject, self.overrides)
+        start = self.context.filename or Path.cwd()
+        return self.resolver.settings_for(start)
 
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:
         from lint_rules.fixing import fix_source

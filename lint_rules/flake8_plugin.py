@@ -1,72 +1,95 @@
-"""The flake8 face: a thin adapter from flake8's tree and options to the analysis core."""
+"""The flake8 face: a thin adapter from flake8's tree and options to the analysis core.
+
+Its options are the settings marked ``flake8`` in ``lint_rules.settings.OPTIONS``, spelled
+``te-KEY`` (``--te-KEY`` on the command line). What flake8's own configuration leaves unset
+comes from the ``[tool.te-microbatch-lint]`` table of the ``pyproject.toml`` nearest to each
+file, as for the other faces (flake8's ``--isolated`` ignores it too). A bad value, in either
+place, is one ``flake8: error: ...`` line and exit 2, like flake8's own usage errors.
+"""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, NoReturn
 
 from lint_rules import __version__
 from lint_rules.analysis import analyze_tree, mentions_flag
-from lint_rules.settings import DEFAULT_SETTINGS, UNRESOLVED_CHOICES, Settings
+from lint_rules.settings import OPTIONS, ConfigResolver, SettingsError
+
+FLAKE8_OPTIONS = tuple(option for option in OPTIONS if option.flake8)
+
+
+def _usage_error(message: str) -> NoReturn:
+    """flake8's usage-error path (argparse's): one line on stderr, exit 2, no traceback."""
+    print(f"flake8: error: {message}", file=sys.stderr)
+    raise SystemExit(2)
 
 
 class TEMicrobatchChecker:
     """flake8 plugin ``TEM``: reuses the ``ast`` tree flake8 already built.
 
     It asks flake8 for the file's lines as well, so that a file that never spells the flag is
-    skipped with a substring test instead of a tree walk.
+    skipped with a substring test instead of a tree walk; only then is the file's
+    configuration looked up (cached per directory).
     """
 
     name = "te-microbatch-lint"
     version = __version__
-    settings: Settings = DEFAULT_SETTINGS
+    resolver: ConfigResolver = ConfigResolver(isolated=True)
 
-    def __init__(self, tree: Any, lines: list[str]) -> None:
+    def __init__(self, tree: Any, lines: list[str], filename: str) -> None:
         self.tree = tree
         self.lines = lines
+        self.filename = filename
 
     @classmethod
     def add_options(cls, parser: Any) -> None:
-        parser.add_option(
-            "--te-guard-functions",
-            default="",
-            parse_from_config=True,
-            comma_separated_list=True,
-            help="Extra guard functions (dotted names) that make an `is_first_microbatch` "
-            "value tracked, in addition to is_first_microbatch_tracked.",
-        )
-        parser.add_option(
-            "--te-guard-import",
-            default=DEFAULT_SETTINGS.guard_import,
-            parse_from_config=True,
-            help="Dotted name of the guard that `te-microbatch-lint fix --fix-strategy guard` "
-            "inserts; it always counts as a guard. Keep it equal to `guard-import` in "
-            "[tool.te-microbatch-lint].",
-        )
-        parser.add_option(
-            "--te-unresolved",
-            default="report",
-            choices=UNRESOLVED_CHOICES,
-            parse_from_config=True,
-            help="What to do with calls whose callee cannot be resolved within the file: "
-            "report (default) or ignore.",
-        )
+        for option in FLAKE8_OPTIONS:
+            is_list = isinstance(option.default, tuple)
+            parser.add_option(
+                f"--{option.flake8_name}",
+                default=None,
+                parse_from_config=True,
+                comma_separated_list=is_list,
+                help=f"{option.help} Default: from [tool.te-microbatch-lint] in pyproject.toml, "
+                f"else {_shown(option.default)}.",
+            )
 
     @classmethod
     def parse_options(cls, options: argparse.Namespace) -> None:
-        guards = getattr(options, "te_guard_functions", None) or []
-        if isinstance(guards, str):
-            guards = [g.strip() for g in guards.replace(",", " ").split()]
-        unresolved = getattr(options, "te_unresolved", None) or "report"
-        guard_import = getattr(options, "te_guard_import", None) or DEFAULT_SETTINGS.guard_import
-        cls.settings = Settings(unresolved=unresolved, guard_import=guard_import).with_extra_guards(
-            list(guards)
-        )
+        overrides: dict[str, Any] = {}
+        for option in FLAKE8_OPTIONS:
+            value = getattr(options, option.flake8_name.replace("-", "_"), None)
+            if value is None or value == [] or value == "":
+                continue  # unset in flake8's configuration: the pyproject table decides
+            try:
+                overrides[option.field] = option.check(option.flake8_name, value)
+            except SettingsError as error:
+                _usage_error(f"{error} (flake8 option --{option.flake8_name})")
+        try:
+            cls.resolver = ConfigResolver(
+                isolated=bool(getattr(options, "isolated", False)), overrides=overrides
+            )
+            # Validated at load: the configuration of every path named (and of the cwd).
+            for path in [".", *(getattr(options, "filenames", None) or [])]:
+                if path != "-":
+                    cls.resolver.settings_for(path)
+        except SettingsError as error:
+            _usage_error(str(error))
 
     def run(self) -> Iterator[tuple[int, int, str, type]]:
         source = "".join(self.lines)
         if not mentions_flag(source):
             return
-        for finding in analyze_tree(self.tree, self.settings, source, fixes=False):
+        path = self.filename if self.filename not in ("-", "stdin") else "."
+        settings = self.resolver.settings_for(path)
+        for finding in analyze_tree(self.tree, settings, source, fixes=False):
             yield finding.line, finding.col, finding.message, type(self)
+
+
+def _shown(default: Any) -> str:
+    if isinstance(default, tuple):
+        return ",".join(default) or "none"
+    return str(default)

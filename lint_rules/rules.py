@@ -1,10 +1,24 @@
-"""The rule table: codes, messages and summaries, and the guard defaults.
+"""The rule table: each rule's code, name, message, explanation and fix, in one place.
 
-Everything a user reads (codes and messages) lives in ``MESSAGES`` so that the flake8 plugin,
-the CLI and the docs say the same thing. What the rules know about TE is in ``lint_rules.te``.
+Everything a user reads about a rule comes from ``RULES``: the one-line message of a finding
+(flake8, the CLI, the libcst runner), ``te-microbatch-lint rule CODE``, SARIF's rule
+descriptions and the generated part of ``docs/rules.md`` (``python -m lint_rules.rule_docs``).
+The TE facts behind them are in ``docs/te-facts.md``; the linter never imports TE.
+
+Message templates are one line of at most 100 characters for realistic callees, the rule's
+stable text first. Placeholders, filled by the analysis:
+
+- ``{callee}``: what was called, e.g. ``TE Linear `self.fc``` (a TE module of a known class),
+  ``TE `fp8_autocast``` (the spelling already says what it is), ``TE module `self.mlp``` (class
+  unknown) or ``unresolved `self.decoder.fc```;
+- ``{guard}``: the last part of ``guard-import`` (kept for templates that name it);
+- ``{mapping}``: the splatted mapping's name (TEM003);
+- ``{why}``: why a module may run more than once, short (``loop at line 22``).
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from lint_rules.te import FLAG
 
@@ -15,48 +29,244 @@ __all__ = [
     "FIXABLE_CODES",
     "FLAG",
     "MESSAGES",
+    "RULES",
     "SUMMARIES",
+    "Rule",
+    "callee_text",
+    "repeat_text",
 ]
 
-MESSAGES: dict[str, str] = {
-    "TEM001": (
-        "TEM001 untracked `is_first_microbatch` passed to {callee}: a run resumed from a "
-        "checkpoint passes True once and fused wgrad overwrites main_grad, losing a gradient; "
-        "pass `flag if {guard}(config) else None`, or None"
-    ),
-    "TEM002": (
-        "TEM002 untracked `is_first_microbatch` passed positionally to {callee}: a resumed run "
-        "passes True once and fused wgrad overwrites main_grad; pass "
-        "`is_first_microbatch=flag if {guard}(config) else None`, or None"
-    ),
-    "TEM003": (
-        "TEM003 untracked `is_first_microbatch` reaches {callee} through `**{mapping}`: a resumed "
-        "run passes True once and fused wgrad overwrites main_grad; store "
-        "`flag if {guard}(config) else None`, or None"
-    ),
-    "TEM004": (
-        "TEM004 {callee} does not accept `is_first_microbatch` (TypeError at run time); "
-        "remove it: only the forward() of Linear, LayerNormLinear, LayerNormMLP, "
-        "GroupedLinear, MultiheadAttention and TransformerLayer takes it"
-    ),
-    "TEM005": (
-        "TEM005 {callee} may run more than once per step ({why}) with a non-None "
-        "`is_first_microbatch`: backward runs in reverse, so the first call's wgrad is written "
-        "last and, when its flag is True, overwrites the others' main_grad; pass None to a "
-        "shared module"
-    ),
+DOCS_URL = "https://example.invalid/te-microbatch-lint/blob/main/docs/rules.md"
+"""Where docs/rules.md is published (SARIF ``helpUri``); anchors are ``#tem001-NAME``."""
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One rule, as every face and every doc describes it."""
+
+    code: str
+    name: str
+    summary: str
+    """One line, no placeholders (listings, SARIF ``shortDescription``)."""
+    message: str
+    """The finding's text, a ``str.format`` template starting with the code."""
+    fix: str
+    """Applicability of the fix for a resolved TE module: ``safe``, ``unsafe`` or ``none``."""
+    explanation: str
+    """Markdown: why it matters, what is reported, how to fix it, with examples."""
+
+    @property
+    def anchor(self) -> str:
+        return f"{self.code.lower()}-{self.name}"
+
+    @property
+    def help_uri(self) -> str:
+        return f"{DOCS_URL}#{self.anchor}"
+
+
+_RESUME = """\
+With `fuse_wgrad_accumulation=True`, TE's weight-gradient GEMM *overwrites* `weight.main_grad`
+when the flag is `True`, and accumulates when it is `False` or `None`. Frameworks keep the flag
+as process-local state (`True` in `__init__`, `False` after the first forward) and re-arm it
+every step only under FP8. Without FP8 nothing re-arms it: an uninterrupted run passes `True`
+once, but a run resumed from a checkpoint passes `True` again on its first microbatch, and a
+module that runs more than once in that step loses a gradient. Under FP8 a flag stuck at
+`False` after an optimizer step makes TE reuse last step's quantized weight.
+"""
+
+_TRACKED = """\
+A value is *tracked* (not reported) when it is `None`; a parameter of the enclosing function
+passed on unchanged (the caller is responsible); a conditional whose `None` branch is taken
+whenever a guard call is false (`flag if is_first_microbatch_tracked(config) else None`); a call
+inside `if is_first_microbatch_tracked(config):`; the result of a function listed in
+`tracked-functions`; or a local whose every assignment is tracked. The guards are
+`is_first_microbatch_tracked` and the functions listed in `guard-functions`.
+"""
+
+_FIX = """\
+`fix` replaces the value with `None` (TE then always accumulates, and under FP8 quantizes the
+weight on every call: slower, always correct). With `fix-strategy = "guard"` it writes
+`(value if is_first_microbatch_tracked(self.config) else None)` instead and imports the guard
+(`guard-import`, `guard-config`). The fix is safe when the callee resolved to a TE module; for an
+unresolved callee it is unsafe (applied only with `--unsafe-fixes`): a CUDA-graphed callable, for
+one, requires a bool.
+"""
+
+RULES: dict[str, Rule] = {
+    rule.code: rule
+    for rule in (
+        Rule(
+            code="TEM001",
+            name="untracked-flag",
+            summary="Untracked is_first_microbatch passed by keyword to a TE module",
+            message="TEM001 untracked is_first_microbatch to {callee}: pass None or guard it",
+            fix="safe",
+            explanation=f"""\
+An `is_first_microbatch=` keyword whose value nothing keeps up to date reaches a TE module
+(`Linear`, `LayerNormLinear`, `LayerNormMLP`, `GroupedLinear`, `MultiheadAttention`,
+`TransformerLayer`, a subclass, or a callee that cannot be resolved).
+
+**Why.** {_RESUME}
+**What counts as tracked.** {_TRACKED}
+**Example.**
+
+```python
+class Block(torch.nn.Module):
+    def forward(self, x):
+        out = self.fc(x, is_first_microbatch=self.is_first_microbatch)  # TEM001
+        # fixed:
+        out = self.fc(x, is_first_microbatch=None)
+        # or, where the flag is re-armed every step under FP8:
+        flag = self.is_first_microbatch if is_first_microbatch_tracked(self.config) else None
+        out = self.fc(x, is_first_microbatch=flag)
+```
+
+**Fix.** {_FIX}""",
+        ),
+        Rule(
+            code="TEM002",
+            name="untracked-positional-flag",
+            summary="Untracked is_first_microbatch passed positionally to a TE module",
+            message="TEM002 untracked positional flag to {callee}: pass None or guard it",
+            fix="safe",
+            explanation=f"""\
+The same as TEM001, for a flag passed by position. TE's module `forward`s take the flag at
+index 1 (`Linear`, `LayerNormLinear`, `LayerNormMLP`), 2 (`GroupedLinear`), 6
+(`MultiheadAttention`) or 10 (`TransformerLayer`) after `self`; one more for the unbound
+`Linear.forward(module, x, flag)`. It is reported only when the class is known (a positional
+argument of an unknown callee could be anything).
+
+**Why.** {_RESUME}
+**Example.**
+
+```python
+out = super().forward(x, m_splits, self.is_first_microbatch)  # TEM002 (GroupedLinear)
+# fixed:
+out = super().forward(x, m_splits, is_first_microbatch=None)
+```
+
+**Fix.** The flag becomes the keyword `is_first_microbatch=None` when no positional argument
+follows it, else `None` in place. {_FIX}""",
+        ),
+        Rule(
+            code="TEM003",
+            name="untracked-flag-in-kwargs",
+            summary="Untracked is_first_microbatch reaches a TE module through **kwargs",
+            message="TEM003 untracked flag in **{mapping} to {callee}: store None or guard it",
+            fix="safe",
+            explanation=f"""\
+The flag is stored in a mapping that is splatted (`**kwargs`) into a TE module call in the
+same function: `{{"is_first_microbatch": v}}`, `dict(is_first_microbatch=v)`,
+`kwargs["is_first_microbatch"] = v` or `kwargs.update(is_first_microbatch=v)`. It is reported
+where the value is stored.
+
+**Why.** {_RESUME}
+**Example.**
+
+```python
+kwargs = {{"is_first_microbatch": self.is_first_microbatch}}  # TEM003
+return self.fc(x, **kwargs)
+# fixed:
+kwargs = {{"is_first_microbatch": None}}
+```
+
+**Fix.** The stored value becomes `None` (or the guarded value). {_FIX}""",
+        ),
+        Rule(
+            code="TEM004",
+            name="flag-rejected",
+            summary="is_first_microbatch passed to a TE callable that does not accept it",
+            message="TEM004 {callee} rejects is_first_microbatch (TypeError): remove it",
+            fix="none",
+            explanation="""\
+`is_first_microbatch` is given (by keyword, or through a splatted dict literal) to a TE callable
+that has no such parameter, so the call raises `TypeError` when it runs: the constructors of the
+six module classes, `fp8_autocast`, `autocast`, `fp8_model_init`, `quantized_model_init`,
+`LayerNorm`, `RMSNorm`, `DotProductAttention`, and anything in `transformer_engine.pytorch.ops`
+(the fusible ops use `accumulate_into_main_grad` instead). The value does not matter: even
+`None` is an error.
+
+**Example.**
+
+```python
+with te.fp8_autocast(enabled=True, is_first_microbatch=True):  # TEM004
+    out = self.fc(x)
+# fixed: pass the flag to the module, not to the context manager
+with te.fp8_autocast(enabled=True):
+    out = self.fc(x, is_first_microbatch=None)
+```
+
+**Fix.** None automatic: removing an argument changes what the author meant; move the flag to
+the module call by hand.
+""",
+        ),
+        Rule(
+            code="TEM005",
+            name="flag-to-repeated-module",
+            summary="Non-None is_first_microbatch passed to a TE module called more than once "
+            "per step",
+            message="TEM005 {callee} may run twice a step ({why}): pass None",
+            fix="safe",
+            explanation="""\
+A flag that is not `None` (even a tracked one, even a forwarded parameter) reaches a TE module
+that can run more than once per forward: the call is in a `for`/`while` loop or a comprehension
+and the callee does not depend on the loop's variables, or the same module is called with a flag
+at two places of one function that are not exclusive branches. A loop whose body also calls
+`.backward()` is a microbatch loop (each iteration is its own forward and backward) and is not
+reported.
+
+**Why.** Backward runs in reverse, so the first call's weight gradient is written last. When
+that call's flag is `True` (the first microbatch after a resume, or every step under FP8, where
+the tracked flag is re-armed), it overwrites what the other calls accumulated into `main_grad`.
+A tracking guard does not make a shared module safe; only `None` does.
+
+**Example.**
+
+```python
+for _ in range(self.depths):
+    h = self.layer(h, is_first_microbatch=self.is_first_microbatch)  # TEM005 (and TEM001)
+# fixed:
+for _ in range(self.depths):
+    h = self.layer(h, is_first_microbatch=None)
+```
+
+**Fix.** The value becomes `None`, with either fix strategy. Safe when the callee resolved to a
+TE module and the value is not a parameter of the enclosing function; replacing a forwarded
+parameter changes what the caller asked for, so that fix is unsafe (`--unsafe-fixes`).
+""",
+        ),
+    )
 }
 
-SUMMARIES: dict[str, str] = {
-    "TEM001": "Untracked is_first_microbatch passed by keyword to a TE module",
-    "TEM002": "Untracked is_first_microbatch passed positionally to a TE module",
-    "TEM003": "Untracked is_first_microbatch reaches a TE module through **kwargs",
-    "TEM004": "is_first_microbatch passed to a TE callable that does not accept it",
-    "TEM005": "Non-None is_first_microbatch passed to a TE module called more than once per step",
-}
+
+def callee_text(spelling: str, te_class: str | None = None, resolved: bool = True) -> str:
+    """The ``{callee}`` of a message, from the call's spelling and what it resolved to.
+
+    ``TE Linear `self.fc``` (a TE class), ``TE `te.fp8_autocast``` (the spelling already names
+    the class: no doubled word), ``TE module `self.mlp``` (a TE module of unknown class),
+    ``unresolved `self.decoder.fc``` (the callee could not be resolved).
+    """
+    if not resolved:
+        return f"unresolved `{spelling}`"
+    if te_class is None:
+        return f"TE module `{spelling}`"
+    if spelling.rsplit(".", 1)[-1] == te_class:
+        return f"TE `{spelling}`"
+    return f"TE {te_class} `{spelling}`"
+
+
+def repeat_text(kind: str, line: int) -> str:
+    """The ``{why}`` of TEM005 for a loop: ``for loop, line 22``."""
+    return f"{kind}, line {line}"
+
+
+MESSAGES: dict[str, str] = {code: rule.message for code, rule in RULES.items()}
+"""Message templates by code (what the analysis formats)."""
+
+SUMMARIES: dict[str, str] = {code: rule.summary for code, rule in RULES.items()}
 """One line per rule, for rule listings (SARIF ``shortDescription``, docs)."""
 
-FIXABLE_CODES = frozenset({"TEM001", "TEM002", "TEM003", "TEM005"})
+FIXABLE_CODES = frozenset(code for code, rule in RULES.items() if rule.fix != "none")
 """TEM004 has no automatic fix: removing an argument changes what the user meant."""
 
 DEFAULT_GUARD_FUNCTIONS: tuple[str, ...] = ("is_first_microbatch_tracked",)

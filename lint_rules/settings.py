@@ -1,22 +1,36 @@
-"""User settings shared by every face, and their loading from ``pyproject.toml``.
+"""User settings: one table of options, validated when they load, found per file like ruff's.
 
-The keys are the same everywhere: flake8 options ``--te-guard-functions`` and
-``--te-unresolved``; ``[tool.te-microbatch-lint]`` keys ``guard-functions``, ``unresolved``,
-``fix-strategy``, ``guard-import``, ``guard-config``, ``unsafe-fixes``, ``exclude``,
-``tracked-functions``; CLI flags
-win over the file.
+Names follow one scheme (docs/config.md): the ``[tool.te-microbatch-lint]`` key ``KEY`` is
+``--KEY`` on the command line (``te-microbatch-lint`` and libcst's runner) and ``te-KEY`` in
+flake8's configuration (``--te-KEY`` on flake8's command line; flake8 wants a plugin prefix).
+Older spellings stay accepted as aliases (``Option.aliases``).
+
+Every value is checked when it is read (type, choice, dotted name, expression, rule code), and a
+bad one is a ``SettingsError`` whose text is one line naming the key and where it came from; the
+faces turn it into exit 2. ``ConfigResolver`` finds, for each file, the nearest
+``pyproject.toml`` above it that has a ``[tool.te-microbatch-lint]`` table (``--config``
+overrides, ``--isolated`` ignores them all), the same way for the CLI, the pre-commit hooks, the
+libcst runner and the flake8 plugin.
 """
 
 from __future__ import annotations
 
 import ast
+import difflib
+import os
 import sys
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
-from lint_rules.rules import DEFAULT_GUARD_CONFIG, DEFAULT_GUARD_FUNCTIONS, DEFAULT_GUARD_IMPORT
+from lint_rules.rules import (
+    DEFAULT_GUARD_CONFIG,
+    DEFAULT_GUARD_FUNCTIONS,
+    DEFAULT_GUARD_IMPORT,
+    RULES,
+)
 
+TABLE = "tool.te-microbatch-lint"
 UNRESOLVED_CHOICES = ("report", "ignore")
 STRATEGY_CHOICES = ("none", "guard")
 
@@ -25,50 +39,24 @@ class SettingsError(ValueError):
     """A configuration value is invalid (reported as a usage error, exit 2)."""
 
 
-@dataclass(frozen=True)
-class Settings:
-    """What the analysis and the fixer need to know about the user's project."""
+# ---------------------------------------------------------------------------------- value checks
 
-    guard_functions: tuple[str, ...] = DEFAULT_GUARD_FUNCTIONS
-    unresolved: str = "report"
-    fix_strategy: str = "none"
-    guard_import: str = DEFAULT_GUARD_IMPORT
-    guard_config: str = DEFAULT_GUARD_CONFIG
-    exclude: tuple[str, ...] = ()
-    unsafe_fixes: bool = False
-    tracked_functions: tuple[str, ...] = ()
-    """Project functions whose result is a tracked flag (re-armed every step by the project)."""
 
-    def __post_init__(self) -> None:
-        for problem in (
-            guard_import_problem(self.guard_import),
-            guard_config_problem(self.guard_config),
-        ):
-            if problem:
-                raise SettingsError(problem)
-        if not isinstance(self.unsafe_fixes, bool):
-            raise SettingsError(f"unsafe-fixes must be true or false, not {self.unsafe_fixes!r}")
-        if self.unresolved not in UNRESOLVED_CHOICES:
-            raise SettingsError(
-                f"unresolved must be one of {', '.join(UNRESOLVED_CHOICES)}, "
-                f"not {self.unresolved!r}"
-            )
-        if self.fix_strategy not in STRATEGY_CHOICES:
-            raise SettingsError(
-                f"fix-strategy must be one of {', '.join(STRATEGY_CHOICES)}, "
-                f"not {self.fix_strategy!r}"
-            )
+def split_list(value: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:
+    """Accept ``"a,b c"`` or a TOML list; strip blanks, as flake8 does for list options."""
+    if isinstance(value, str):
+        value = value.replace(",", " ").split()
+    return tuple(v.strip() for v in value if v and v.strip())
 
-    def with_extra_guards(self, names: list[str] | tuple[str, ...]) -> Settings:
-        """Extend (never replace) the guard list, keeping order and dropping repeats."""
-        merged = tuple(dict.fromkeys((*self.guard_functions, *names)))
-        return replace(self, guard_functions=merged)
+
+def _is_dotted(value: str, parts_at_least: int = 1) -> bool:
+    parts = value.split(".")
+    return len(parts) >= parts_at_least and all(p.isidentifier() for p in parts)
 
 
 def guard_import_problem(value: object) -> str | None:
     """Why ``value`` is not a dotted ``module.name`` the fixer can import, or None."""
-    parts = value.split(".") if isinstance(value, str) else []
-    if len(parts) < 2 or not all(p.isidentifier() for p in parts):
+    if not (isinstance(value, str) and _is_dotted(value, 2)):
         return f"guard-import must be a dotted `module.name`, not {value!r}"
     return None
 
@@ -92,80 +80,416 @@ def guard_config_problem(value: object) -> str | None:
     return None
 
 
+def _strings(key: str, value: object) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return split_list(value)
+    if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+        return split_list(value)
+    raise SettingsError(f"{key} must be a list of strings, not {value!r}")
+
+
+def _names(key: str, value: object) -> tuple[str, ...]:
+    names = _strings(key, value)
+    for name in names:
+        if not _is_dotted(name):
+            raise SettingsError(f"{key} must hold function names (dotted or plain), not {name!r}")
+    return names
+
+
+def _codes(key: str, value: object) -> tuple[str, ...]:
+    codes = tuple(code.upper() for code in _strings(key, value))
+    for code in codes:
+        if code != "ALL" and not any(known.startswith(code) for known in RULES):
+            close = difflib.get_close_matches(code, list(RULES), n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise SettingsError(
+                f"{key}: unknown rule code {code!r}{hint}; the codes are "
+                f"{', '.join(RULES)} (or a prefix of them, or ALL)"
+            )
+    return codes
+
+
+def _choice(choices: tuple[str, ...]) -> Callable[[str, object], str]:
+    def check(key: str, value: object) -> str:
+        if value not in choices:
+            raise SettingsError(f"{key} must be one of {', '.join(choices)}, not {value!r}")
+        return value  # type: ignore[return-value]
+
+    return check
+
+
+def _boolean(key: str, value: object) -> bool:
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    if not isinstance(value, bool):
+        raise SettingsError(f"{key} must be true or false, not {value!r}")
+    return value
+
+
+def _guard_import(key: str, value: object) -> str:
+    problem = guard_import_problem(value)
+    if problem:
+        raise SettingsError(problem)
+    return value  # type: ignore[return-value]
+
+
+def _guard_config(key: str, value: object) -> str:
+    problem = guard_config_problem(value)
+    if problem:
+        raise SettingsError(problem)
+    return value.strip()  # type: ignore[union-attr]
+
+
+# ------------------------------------------------------------------------------ the option table
+
+
+@dataclass(frozen=True)
+class Option:
+    """One setting: its key everywhere, how it is checked, and what the docs say about it."""
+
+    key: str
+    check: Callable[[str, object], Any]
+    default: Any
+    help: str
+    example: str
+    flake8: bool = False
+    """Also a flake8 option, spelled ``te-KEY``."""
+    aliases: tuple[str, ...] = ()
+    """Older spellings still accepted: pyproject keys or flags (documented in docs/config.md)."""
+
+    @property
+    def field(self) -> str:
+        return self.key.replace("-", "_")
+
+    @property
+    def flag(self) -> str:
+        return f"--{self.key}"
+
+    @property
+    def flake8_name(self) -> str | None:
+        return f"te-{self.key}" if self.flake8 else None
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option(
+        "guard-functions",
+        _names,
+        DEFAULT_GUARD_FUNCTIONS,
+        "Functions whose call makes a flag tracked (`flag if guard(config) else None`); added "
+        "to the default.",
+        '["is_first_microbatch_tracked", "my_project.flags.fp8_tracked"]',
+        flake8=True,
+        aliases=("--te-guard-functions",),
+    ),
+    Option(
+        "tracked-functions",
+        _names,
+        (),
+        "Project functions whose result is a flag re-armed every step (a tracked value).",
+        '["my_project.state.get_is_first_microbatch"]',
+        flake8=True,
+        aliases=("--te-tracked-functions",),
+    ),
+    Option(
+        "unresolved",
+        _choice(UNRESOLVED_CHOICES),
+        "report",
+        "Calls whose callee cannot be resolved: `report` them or `ignore` them.",
+        '"report"',
+        flake8=True,
+        aliases=("--te-unresolved",),
+    ),
+    Option(
+        "fix-strategy",
+        _choice(STRATEGY_CHOICES),
+        "none",
+        "What `fix` writes: `none` (the value becomes `None`) or `guard` "
+        "(`value if GUARD(CONFIG) else None`).",
+        '"guard"',
+    ),
+    Option(
+        "guard-import",
+        _guard_import,
+        DEFAULT_GUARD_IMPORT,
+        "Dotted `module.name` of the guard the `guard` strategy writes and imports; it always "
+        "counts as a guard.",
+        '"megatron.core.transformer.module.is_first_microbatch_tracked"',
+        flake8=True,
+    ),
+    Option(
+        "guard-config",
+        _guard_config,
+        DEFAULT_GUARD_CONFIG,
+        "The expression the `guard` strategy passes to the guard.",
+        '"self.config"',
+    ),
+    Option(
+        "unsafe-fixes",
+        _boolean,
+        False,
+        "Also apply unsafe fixes (unresolved callees, forwarded parameters).",
+        "true",
+    ),
+    Option(
+        "exclude",
+        _strings,
+        (),
+        "Globs of paths to skip, relative to the configuration file's directory (a glob "
+        "without `/` matches a file or directory name). `--exclude` replaces it.",
+        '["third_party/*", "*_pb2.py"]',
+    ),
+    Option(
+        "extend-exclude",
+        _strings,
+        (),
+        "More globs to skip, added to `exclude` (also when `--exclude` replaces it).",
+        '["generated/*"]',
+    ),
+    Option(
+        "select",
+        _codes,
+        (),
+        "Report only these codes (or code prefixes); empty means all.",
+        '["TEM001", "TEM004"]',
+    ),
+    Option(
+        "ignore",
+        _codes,
+        (),
+        "Do not report these codes (or code prefixes).",
+        '["TEM005"]',
+    ),
+)
+
+OPTION_BY_KEY: dict[str, Option] = {o.key: o for o in OPTIONS}
+_BY_FIELD: dict[str, Option] = {o.field: o for o in OPTIONS}
+_KEY_ALIASES: dict[str, str] = {o.field: o.key for o in OPTIONS if o.field != o.key}
+"""``guard_functions`` was read as ``guard-functions`` by the first release: still accepted."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What the analysis, the fixer and the faces need to know about the user's project."""
+
+    guard_functions: tuple[str, ...] = DEFAULT_GUARD_FUNCTIONS
+    tracked_functions: tuple[str, ...] = ()
+    unresolved: str = "report"
+    fix_strategy: str = "none"
+    guard_import: str = DEFAULT_GUARD_IMPORT
+    guard_config: str = DEFAULT_GUARD_CONFIG
+    unsafe_fixes: bool = False
+    exclude: tuple[str, ...] = ()
+    extend_exclude: tuple[str, ...] = ()
+    select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    config_file: str | None = field(default=None, compare=False)
+    """The ``pyproject.toml`` these came from (its directory anchors ``exclude``), or None."""
+
+    def __post_init__(self) -> None:
+        for option in OPTIONS:
+            value = getattr(self, option.field)
+            if not isinstance(value, str) and isinstance(value, list):
+                value = tuple(value)
+            option.check(option.key, value)
+
+    @property
+    def root(self) -> str | None:
+        """The directory ``exclude`` globs are relative to (the config file's)."""
+        return os.path.dirname(self.config_file) if self.config_file else None
+
+    @property
+    def excludes(self) -> tuple[str, ...]:
+        return (*self.exclude, *self.extend_exclude)
+
+    def reports(self, code: str) -> bool:
+        """Whether ``select``/``ignore`` keep findings of ``code`` (ruff's prefix rules)."""
+        if self.select and "ALL" not in self.select and not code.startswith(self.select):
+            return False
+        return not (self.ignore and ("ALL" in self.ignore or code.startswith(self.ignore)))
+
+    def with_extra_guards(self, names: list[str] | tuple[str, ...]) -> Settings:
+        """Extend (never replace) the guard list, keeping order and dropping repeats."""
+        merged = tuple(dict.fromkeys((*self.guard_functions, *names)))
+        return replace(self, guard_functions=merged)
+
+
 DEFAULT_SETTINGS = Settings()
 
-_KEYS = {f.name.replace("_", "-"): f.name for f in fields(Settings)}
+
+def flag_overrides(**flags: Any) -> dict[str, Any]:
+    """Command-line values by field name (``guard_functions=...``) for ``load_settings``.
+
+    Old spellings are accepted as names too (``te_guard_functions``, ``te_unresolved``);
+    values that are None (a flag not given) are dropped.
+    """
+    overrides: dict[str, Any] = {}
+    for name, value in flags.items():
+        if value is None or (value is False and name.endswith("unsafe_fixes")):
+            continue
+        key = name[3:] if name.startswith("te_") and name[3:] in _BY_FIELD else name
+        if key not in _BY_FIELD:
+            raise TypeError(f"flag_overrides: unknown setting {name!r}")
+        overrides[key] = value
+    return overrides
 
 
-def split_list(value: str | list[str] | tuple[str, ...]) -> tuple[str, ...]:
-    """Accept ``"a,b c"`` or a TOML list; strip blanks, as flake8 does for list options."""
-    if isinstance(value, str):
-        value = value.replace(",", " ").split()
-    return tuple(v.strip() for v in value if v and v.strip())
+# ------------------------------------------------------------------------------------- loading
 
 
-def flag_overrides(
-    *,
-    te_guard_functions: str | None = None,
-    te_unresolved: str | None = None,
-    fix_strategy: str | None = None,
-    guard_import: str | None = None,
-    guard_config: str | None = None,
-    unsafe_fixes: bool | None = None,
-    te_tracked_functions: str | None = None,
-) -> dict[str, Any]:
-    """Command-line flags (CLI or libcst runner) as overrides for ``load_settings``."""
-    return {
-        "guard_functions": split_list(te_guard_functions) if te_guard_functions else None,
-        "unresolved": te_unresolved,
-        "fix_strategy": fix_strategy,
-        "guard_import": guard_import,
-        "guard_config": guard_config,
-        "unsafe_fixes": unsafe_fixes or None,
-        "tracked_functions": split_list(te_tracked_functions) if te_tracked_functions else None,
-    }
+def _read_table(pyproject: Path) -> dict[str, Any] | None:
+    """``[tool.te-microbatch-lint]`` of ``pyproject``, or None when it has no such table."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on 3.9/3.10 only
+        import tomli as tomllib
+    try:
+        raw = pyproject.read_bytes()
+        if b"te-microbatch-lint" not in raw:
+            return None  # no table: not worth parsing (and an unrelated broken file is fine)
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
+        raise SettingsError(f"{pyproject}: cannot read configuration: {error}") from None
+    tool = data.get("tool", {})
+    table = tool.get("te-microbatch-lint") if isinstance(tool, dict) else None
+    if table is None:
+        return None
+    if not isinstance(table, dict):
+        raise SettingsError(f"{pyproject}: [{TABLE}] must be a table, not {table!r}")
+    return table
 
 
-def find_pyproject(start: Path) -> Path | None:
-    """The nearest ``pyproject.toml`` at or above ``start`` (a file or a directory)."""
-    start = start.resolve()
-    for folder in (start, *start.parents) if start.is_dir() else start.parents:
-        candidate = folder / "pyproject.toml"
-        if candidate.is_file():
-            return candidate
-    return None
+def _file_values(pyproject: Path, table: dict[str, Any]) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for key, value in table.items():
+        canonical = key if key in OPTION_BY_KEY else _KEY_ALIASES.get(key)
+        if canonical is None:
+            known = [*OPTION_BY_KEY, *_KEY_ALIASES]
+            close = difflib.get_close_matches(key, known, n=1)
+            hint = f" (did you mean {_KEY_ALIASES.get(close[0], close[0])!r}?)" if close else ""
+            raise SettingsError(f"{pyproject}: unknown key {key!r} in [{TABLE}]{hint}")
+        option = OPTION_BY_KEY[canonical]
+        try:
+            values[option.field] = option.check(option.key, value)
+        except SettingsError as error:
+            raise SettingsError(f"{pyproject}: [{TABLE}] {error}") from None
+    return values
+
+
+def _flag_values(overrides: dict[str, Any]) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for name, value in overrides.items():
+        if value is None:
+            continue
+        option = _BY_FIELD.get(name)
+        if option is None:
+            raise SettingsError(f"unknown setting {name!r}")
+        try:
+            values[name] = option.check(option.flag, value)
+        except SettingsError as error:
+            raise SettingsError(f"command line: {error}") from None
+    return values
 
 
 def load_settings(pyproject: Path | None, overrides: dict[str, Any] | None = None) -> Settings:
-    """Settings from ``[tool.te-microbatch-lint]`` of ``pyproject`` then ``overrides``."""
-    raw: dict[str, Any] = {}
-    if pyproject is not None:
-        if sys.version_info >= (3, 11):
-            import tomllib
-        else:  # pragma: no cover - exercised on 3.9/3.10 only
-            import tomli as tomllib
-        try:
-            with open(pyproject, "rb") as handle:
-                data = tomllib.load(handle)
-        except (OSError, tomllib.TOMLDecodeError) as error:
-            raise SettingsError(f"{pyproject}: cannot read configuration: {error}") from error
-        raw = dict(data.get("tool", {}).get("te-microbatch-lint", {}))
+    """Settings from ``[tool.te-microbatch-lint]`` of ``pyproject``, then ``overrides``.
+
+    Each value is checked as it is read; a bad one raises ``SettingsError`` naming the key and
+    the file (or the command line). ``guard-functions`` adds to the default guard.
+    """
     values: dict[str, Any] = {}
-    for key, value in raw.items():
-        name = _KEYS.get(key) or (key if key in _KEYS.values() else None)
-        if name is None:
-            raise SettingsError(f"{pyproject}: unknown key {key!r} in [tool.te-microbatch-lint]")
-        values[name] = value
-    for name, value in (overrides or {}).items():
-        if value is not None:
-            values[name] = value
-    guards = split_list(values.pop("guard_functions", ()))
-    exclude = split_list(values.pop("exclude", ()))
-    tracked = split_list(values.pop("tracked_functions", ()))
-    try:
-        settings = Settings(**values, exclude=exclude, tracked_functions=tracked)
-    except SettingsError as error:
-        key = str(error).split(" ", 1)[0].replace("-", "_")
-        from_file = key in {_KEYS.get(k, k) for k in raw} and (overrides or {}).get(key) is None
-        raise SettingsError(f"{pyproject}: {error}" if from_file else str(error)) from None
-    return settings.with_extra_guards(guards)
+    config_file = None
+    if pyproject is not None:
+        table = _read_table(pyproject)
+        if table is not None:
+            values.update(_file_values(pyproject, table))
+        config_file = str(Path(os.path.abspath(pyproject)))
+    values.update(_flag_values(overrides or {}))
+    guards = values.pop("guard_functions", ())
+    return Settings(**values, config_file=config_file).with_extra_guards(guards)
+
+
+def has_table(pyproject: Path) -> bool:
+    """Whether ``pyproject`` exists and has a ``[tool.te-microbatch-lint]`` table."""
+    return pyproject.is_file() and _read_table(pyproject) is not None
+
+
+def find_pyproject(start: Path) -> Path | None:
+    """The nearest ``pyproject.toml`` with our table at or above ``start`` (file or directory)."""
+    folder = os.path.abspath(start)
+    if not os.path.isdir(folder):
+        folder = os.path.dirname(folder)
+    while True:
+        candidate = Path(folder, "pyproject.toml")
+        if has_table(candidate):
+            return candidate
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
+
+
+class ConfigResolver:
+    """The settings of each file: the nearest configuration above it, then the flags.
+
+    ``config`` (a ``pyproject.toml``) applies to every file; ``isolated`` ignores every
+    configuration file; otherwise each file gets the nearest ``pyproject.toml`` above it that has
+    a ``[tool.te-microbatch-lint]`` table (defaults when there is none). ``overrides`` (by field
+    name, see ``flag_overrides``) win over the file. Lookups are cached per directory and
+    each configuration file is read and checked once. Picklable (for worker processes).
+    """
+
+    def __init__(
+        self,
+        config: str | Path | None = None,
+        isolated: bool = False,
+        overrides: dict[str, Any] | None = None,
+    ) -> None:
+        self.overrides = {k: v for k, v in (overrides or {}).items() if v is not None}
+        self.isolated = isolated
+        self.config = Path(os.path.abspath(config)) if config is not None else None
+        self._by_folder: dict[str, Settings] = {}
+        self._by_file: dict[Path | None, Settings] = {}
+        if self.config is not None and not self.config.is_file():
+            raise SettingsError(f"{config}: configuration file does not exist")
+        # Fail at load, not on the first file: the flags, and an explicit file, are checked now.
+        self._load(self.config if not isolated else None)
+
+    def _load(self, pyproject: Path | None) -> Settings:
+        settings = self._by_file.get(pyproject)
+        if settings is None:
+            settings = load_settings(pyproject, self.overrides)
+            self._by_file[pyproject] = settings
+        return settings
+
+    def _folder_settings(self, folder: str) -> Settings:
+        settings = self._by_folder.get(folder)
+        if settings is not None:
+            return settings
+        candidate = Path(folder, "pyproject.toml")
+        if has_table(candidate):
+            settings = self._load(candidate)
+        else:
+            parent = os.path.dirname(folder)
+            settings = self._load(None) if parent == folder else self._folder_settings(parent)
+        self._by_folder[folder] = settings
+        return settings
+
+    def settings_for(self, path: str | Path) -> Settings:
+        """Settings for a file (or, given a directory, for the files in it)."""
+        if self.isolated:
+            return self._load(None)
+        if self.config is not None:
+            return self._load(self.config)
+        absolute = os.path.abspath(path)
+        folder = absolute if os.path.isdir(absolute) else os.path.dirname(absolute)
+        return self._folder_settings(folder)
+
+    def config_file_for(self, path: str | Path) -> Path | None:
+        """The configuration file that applies to ``path``, or None."""
+        found = self.settings_for(path).config_file
+        return Path(found) if found else None
+
+
+def option_fields() -> list[str]:
+    """Settings fields that are user options (everything but ``config_file``)."""
+    return [f.name for f in fields(Settings) if f.name in _BY_FIELD]

@@ -13,6 +13,7 @@ from lint_rules.analysis.resolve import Callee, TEModule, TERejects, Unresolved
 from lint_rules.analysis.symbols import Branch, Scope, constant_str, is_none
 from lint_rules.analysis.walk import COMPREHENSIONS, Context, exclusive
 from lint_rules.findings import Fix
+from lint_rules.rules import callee_text, repeat_text
 from lint_rules.te import FLAG, FLAG_POSITION
 
 if TYPE_CHECKING:
@@ -81,12 +82,12 @@ def check_call(a: Analysis, call: ast.Call, ctx: Context) -> None:
         tem004_rejected(a, call, callee, keyword, splats)
         return
     if isinstance(callee, TEModule):
-        target = f"TE {callee.cls or 'module'} `{describe(call.func)}`"
+        target = callee_text(describe(call.func), callee.cls)
         index = None if keyword is not None else flag_index(call, callee.cls, callee.shift)
     elif isinstance(callee, Unresolved) and (keyword is not None or splats):
         if a.settings.unresolved != "report":
             return
-        target = f"`{describe(call.func)}` (not resolved; it may be a TE module)"
+        target = callee_text(describe(call.func), resolved=False)
         index = None
     else:
         return  # not TE, or positional arguments of an unresolved callee (no class, no TEM002)
@@ -187,7 +188,7 @@ def tem004_rejected(
     splats: list[ast.keyword],
 ) -> None:
     """TEM004: the flag passed to a TE callable that does not accept it (no fix)."""
-    target = f"TE {callee.name} `{describe(call.func)}`"
+    target = callee_text(describe(call.func), callee.name)
     if keyword is not None:
         a.report("TEM004", keyword, target, None)
     for splat in splats:
@@ -224,7 +225,7 @@ def tem005_called_twice(a: Analysis) -> None:
                 if not others:
                     continue
                 line = others[0].flag_node.lineno  # type: ignore[attr-defined]
-                why = f"also called at line {line}"
+                why = f"also at line {line}"
                 a.report("TEM005", site.flag_node, site.target, site.fix, why=why)
 
 
@@ -242,5 +243,5 @@ def repeat_reason(a: Analysis, call: ast.Call, ctx: Context) -> str | None:
             if isinstance(loop, COMPREHENSIONS)
             else ("while loop" if isinstance(loop, ast.While) else "for loop")
         )
-        return f"called in a {kind} at line {loop.lineno}"  # type: ignore[attr-defined]
+        return repeat_text(kind, loop.lineno)  # type: ignore[attr-defined]
     return None

@@ -17,22 +17,10 @@ from lint_rules.cli.discovery import Discovery, discover
 from lint_rules.cli.formats import PROG, format_github, format_json, format_sarif, format_text
 from lint_rules.cli.options import Configuration, _default_jobs, build_parser, configure
 from lint_rules.cli.running import Job, Outcome, _progress, check_file, fix_file, run_files
-from lint_rules.settings import SettingsError, split_list
+from lint_rules.settings import SettingsError
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 PROGRESS_MIN_FILES = 200
-
-
-def _code_filter(select: str | None, ignore: str | None) -> Callable[[str], bool]:
-    selected = split_list(select or "")
-    ignored = split_list(ignore or "")
-
-    def keep(code: str) -> bool:
-        if selected and not code.startswith(selected):
-            return False
-        return not (ignored and code.startswith(ignored))
-
-    return keep
 
 
 def _progress_stream(args: argparse.Namespace, total: int) -> TextIO | None:
@@ -55,10 +43,10 @@ def _collect(
 
 
 def run_check(args: argparse.Namespace, config: Configuration, discovery: Discovery) -> int:
-    job = Job(config.settings, disable_noqa=args.disable_noqa, mode="check")
+    job = Job(config.resolver, disable_noqa=args.disable_noqa, mode="check")
     outcomes = _collect(args, check_file, job, discovery.files)
-    keep = _code_filter(args.select, args.ignore)
-    findings = [f for o in outcomes for f in o.findings if keep(f.code)]
+    settings_for = config.resolver.settings_for
+    findings = [f for o in outcomes for f in o.findings if settings_for(o.path).reports(f.code)]
     errors = discovery.errors + [(o.path, o.error) for o in outcomes if o.error]
     if args.format == "json":
         sys.stdout.write(format_json(findings))
@@ -81,7 +69,7 @@ def run_fix(args: argparse.Namespace, config: Configuration, discovery: Discover
         from lint_rules.fileio import install_cleanup_handlers
 
         install_cleanup_handlers()
-    job = Job(config.settings, disable_noqa=args.disable_noqa, mode=mode)
+    job = Job(config.resolver, disable_noqa=args.disable_noqa, mode=mode)
     outcomes = _collect(args, fix_file, job, discovery.files)
     errors = list(discovery.errors)
     verb = "fixed" if mode == "write" else "would fix"
@@ -113,6 +101,24 @@ def run_fix(args: argparse.Namespace, config: Configuration, discovery: Discover
     return EXIT_FINDINGS if args.check and changed else EXIT_CLEAN
 
 
+def explain_rules(codes: Sequence[str], every: bool) -> int:
+    """``rule CODE...`` / ``rule --all``: each rule's explanation, from ``rules.RULES``."""
+    from lint_rules.docgen import explain
+    from lint_rules.rules import RULES
+
+    if every == bool(codes):
+        print(f"{PROG} rule: error: name a rule code (e.g. TEM001) or --all", file=sys.stderr)
+        return EXIT_ERROR
+    unknown = [code for code in codes if code.upper() not in RULES]
+    if unknown:
+        known = ", ".join(RULES)
+        print(f"{PROG} rule: error: unknown rule code {unknown[0]!r} ({known})", file=sys.stderr)
+        return EXIT_ERROR
+    chosen = list(RULES) if every else [code.upper() for code in codes]
+    sys.stdout.write("\n".join(explain(RULES[code]) for code in chosen))
+    return EXIT_CLEAN
+
+
 def _count(number: int, noun: str) -> str:
     return f"{number} {noun}{'' if number == 1 else 's'}"
 
@@ -127,6 +133,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     for stream in (sys.stdout, sys.stderr):
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")
+    if args.command == "rule":
+        return explain_rules(args.codes, args.all)
     try:
         config = configure(args)
     except SettingsError as error:

@@ -7,7 +7,7 @@ import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Union
 
 SOURCE_SUFFIXES = (".py", ".pyi")
 SKIPPED_DIRS = frozenset({".venv", "venv", "__pycache__", "build", "dist", ".git", "node_modules"})
@@ -35,7 +35,13 @@ class ExcludePattern:
         )
 
 
-def _excluded(path: str, patterns: Sequence[ExcludePattern], is_dir: bool = False) -> bool:
+Patterns = Union[Sequence[ExcludePattern], Callable[[str, bool], Sequence[ExcludePattern]]]
+"""The patterns, or a function giving those that apply to a path (per-directory config)."""
+
+
+def _excluded(path: str, patterns: Patterns, is_dir: bool = False) -> bool:
+    if callable(patterns):
+        patterns = patterns(path, is_dir)
     name = os.path.basename(os.path.normpath(path))
     absolute = os.path.abspath(path)
     candidates = [absolute, absolute + os.sep] if is_dir else [absolute]
@@ -61,7 +67,7 @@ class Discovery:
 
 
 def discover(
-    paths: Sequence[str], patterns: Sequence[ExcludePattern], force_exclude: bool = False
+    paths: Sequence[str], patterns: Patterns, force_exclude: bool = False
 ) -> Discovery:
     """Files under ``paths`` in a deterministic order (arguments in order, then names sorted).
 
@@ -92,7 +98,7 @@ def discover(
     return found
 
 
-def _forced_out(path: str, patterns: Sequence[ExcludePattern], is_dir: bool = False) -> bool:
+def _forced_out(path: str, patterns: Patterns, is_dir: bool = False) -> bool:
     relative = Path(os.path.relpath(os.path.abspath(path)))
     folders = relative.parts if is_dir else relative.parts[:-1]
     inside = ".." not in folders  # the skipped-directory names apply below the cwd only
@@ -103,7 +109,7 @@ def _forced_out(path: str, patterns: Sequence[ExcludePattern], is_dir: bool = Fa
 
 def _walk(
     root: str,
-    patterns: Sequence[ExcludePattern],
+    patterns: Patterns,
     add: Callable[[str], None],
     errors: list[tuple[str, str]],
 ) -> None:

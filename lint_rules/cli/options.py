@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import os
 from dataclasses import dataclass
-from pathlib import Path
 
 from lint_rules import __version__
 from lint_rules.cli.discovery import ExcludePattern
@@ -13,11 +12,9 @@ from lint_rules.cli.formats import FORMATS, PROG
 from lint_rules.settings import (
     STRATEGY_CHOICES,
     UNRESOLVED_CHOICES,
+    ConfigResolver,
     Settings,
-    SettingsError,
-    find_pyproject,
     flag_overrides,
-    load_settings,
     split_list,
 )
 
@@ -65,17 +62,28 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument(
         "--config",
         metavar="PATH",
-        help="pyproject.toml to read [tool.te-microbatch-lint] from "
-        "(default: the nearest one above the paths)",
+        help="pyproject.toml to read [tool.te-microbatch-lint] from, for every file "
+        "(default: for each file, the nearest one above it that has that table)",
     )
     common.add_argument("--isolated", action="store_true", help="ignore every configuration file")
     common.add_argument(
+        "--guard-functions",
         "--te-guard-functions",
+        dest="guard_functions",
         metavar="NAMES",
         help="extra tracking-guard functions, comma separated (added to the defaults)",
     )
     common.add_argument(
+        "--tracked-functions",
+        "--te-tracked-functions",
+        dest="tracked_functions",
+        metavar="NAMES",
+        help="functions whose result is a tracked flag, comma separated",
+    )
+    common.add_argument(
+        "--unresolved",
         "--te-unresolved",
+        dest="unresolved",
         choices=UNRESOLVED_CHOICES,
         default=None,
         help="report (default) or ignore calls whose callee cannot be resolved",
@@ -125,6 +133,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--select", metavar="CODES", help="report only codes starting with these (comma list)"
     )
     check.add_argument("--ignore", metavar="CODES", help="do not report codes starting with these")
+    rule = commands.add_parser(
+        "rule",
+        help="explain a rule: why it matters and how to fix it",
+        description="Print the explanation of each CODE (or of every rule with --all).",
+    )
+    rule.add_argument("codes", nargs="*", metavar="CODE", help="a rule code, e.g. TEM001")
+    rule.add_argument("--all", action="store_true", help="explain every rule")
     fix = commands.add_parser(
         "fix",
         parents=[common],
@@ -144,35 +159,48 @@ def build_parser() -> argparse.ArgumentParser:
 
 @dataclass(frozen=True)
 class Configuration:
-    settings: Settings
-    excludes: tuple[ExcludePattern, ...]
+    """The settings of each file (``resolver``) and the excludes of each path (``excludes``)."""
+
+    resolver: ConfigResolver
+    flag_excludes: tuple[ExcludePattern, ...]
+
+    @property
+    def settings(self) -> Settings:
+        """The settings of the current directory (those of a file may differ)."""
+        return self.resolver.settings_for(os.getcwd())
+
+    def excludes(self, path: str, is_dir: bool = False) -> tuple[ExcludePattern, ...]:
+        """``--exclude`` globs, then the ``exclude`` of the configuration that governs ``path``
+        (its parent directory's, relative to that file's directory). ``--exclude`` replaces the
+        configured ``exclude``; ``extend-exclude`` always applies."""
+        folder = os.path.dirname(os.path.abspath(path)) if is_dir else path
+        settings = self.resolver.settings_for(folder)
+        globs = settings.extend_exclude if self.flag_excludes else settings.excludes
+        anchor = settings.root or os.getcwd()
+        return (*self.flag_excludes, *(ExcludePattern(glob, anchor) for glob in globs))
 
 
 def configure(args: argparse.Namespace) -> Configuration:
-    """Settings from the config file then the flags (flags win); excludes from both."""
-    pyproject: Path | None = None
-    if args.config:
-        pyproject = Path(args.config)
-        if not pyproject.is_file():
-            raise SettingsError(f"{args.config}: configuration file does not exist")
-    elif not args.isolated:
-        absolute = [os.path.abspath(p) for p in args.paths]
-        try:
-            start = os.path.commonpath(absolute)
-        except ValueError:  # paths on different drives
-            start = os.getcwd()
-        pyproject = find_pyproject(Path(start))
+    """The per-file configuration: files found per directory, ``--config``, ``--isolated``, flags.
+
+    Every configuration file that applies to a path named is read and checked here, before
+    any file is processed; those further down are checked when discovery reaches them.
+    """
     overrides = flag_overrides(
-        te_guard_functions=args.te_guard_functions,
-        te_unresolved=args.te_unresolved,
+        guard_functions=args.guard_functions,
+        tracked_functions=args.tracked_functions,
+        unresolved=args.unresolved,
         fix_strategy=args.fix_strategy,
         guard_import=args.guard_import,
         guard_config=args.guard_config,
+        select=getattr(args, "select", None),
+        ignore=getattr(args, "ignore", None),
     )
-    settings = load_settings(pyproject, overrides)
-    anchor = str(pyproject.resolve().parent) if pyproject else os.getcwd()
-    excludes = [ExcludePattern(glob, anchor) for glob in settings.exclude]
+    resolver = ConfigResolver(config=args.config, isolated=args.isolated, overrides=overrides)
+    for path in args.paths:
+        resolver.settings_for(path)
     cwd = os.getcwd()
-    for value in args.exclude:
-        excludes.extend(ExcludePattern(glob, cwd) for glob in split_list(value))
-    return Configuration(settings, tuple(excludes))
+    flag_excludes = tuple(
+        ExcludePattern(glob, cwd) for value in args.exclude for glob in split_list(value)
+    )
+    return Configuration(resolver, flag_excludes)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, TextIO, TypeVar
 
 from lint_rules.findings import char_column, split_lines
-from lint_rules.settings import Settings
+from lint_rules.settings import ConfigResolver
 
 T = TypeVar("T")
 
@@ -51,7 +51,8 @@ class Outcome:
 class Job:
     """Everything a worker needs besides the path (pickled once per chunk of files)."""
 
-    settings: Settings
+    resolver: ConfigResolver
+    """Gives each file its settings (``settings_for(path)``); picklable, cached per directory."""
     disable_noqa: bool = False
     mode: str = "check"  # check | write | diff | verify (fix --check without --diff)
 
@@ -123,7 +124,7 @@ def check_file(job: Job, path: str) -> Outcome:
     from lint_rules.noqa import filter_noqa
 
     source = read_source(path)
-    findings = analyze_source(source.text, job.settings)
+    findings = analyze_source(source.text, job.resolver.settings_for(path))
     if findings:
         findings, _ = filter_noqa(findings, source.text, job.disable_noqa)
     return Outcome(path, findings=_reported(path, source.text, findings))
@@ -137,7 +138,8 @@ def fix_file(job: Job, path: str) -> Outcome:
 
     source = read_source(path)
     try:
-        result = fix_source(source.text, job.settings, disable_noqa=job.disable_noqa)
+        settings = job.resolver.settings_for(path)
+        result = fix_source(source.text, settings, disable_noqa=job.disable_noqa)
     except FixError as error:
         return Outcome(path, error=f"not fixed: {error}")
     notes = tuple(result.notes)
