@@ -1,4 +1,4 @@
-"""Forward-pass overhead of ``lint_rules.runtime.MicrobatchMonitor`` on a 100-module model.
+"""Forward-pass overhead of ``lint_rules.runtime.monitor.MicrobatchMonitor`` on a 100-module model.
 
 The model is a chain of ``--modules`` small blocks whose ``forward`` takes
 ``is_first_microbatch`` (so every block, and the root, is watched). Each sample times one
@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    from lint_rules.runtime import MicrobatchMonitor
+    from lint_rules.runtime.monitor import MicrobatchMonitor
 
     torch.manual_seed(0)
     torch.set_num_threads(args.threads)

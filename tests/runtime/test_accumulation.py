@@ -1,227 +1,184 @@
 """Shared-layer accumulation: which gradients survive in ``main_grad`` for each flag pattern.
 
-One module with ``fuse_wgrad_accumulation=True`` and a zeroed fp32 ``weight.main_grad`` is called
-at two depths in one forward (``h1 = tanh(m(x, f1))``, ``h2 = tanh(m(h1, f2))``), then backward.
-The expectation is computed independently with plain autograd: the same math with a separate
-leaf copy of the weight per depth, so ``g1`` and ``g2`` (depth 1's and depth 2's weight
-gradients) come out separately and the true gradient is ``g1 + g2``.
+One module of each kind (``Linear``, ``LayerNormLinear``, ``LayerNormMLP``, ``GroupedLinear``)
+with ``fuse_wgrad_accumulation=True`` and a zeroed fp32 ``main_grad`` is called at two depths in
+one forward, then backward (``lint_rules.runtime.scenarios.accumulation``). The expectation is
+plain autograd with a separate copy of the weights per depth (``g1``, ``g2``). Backward runs in
+reverse, so with flags ``(True, False)`` depth 1's GEMM, written last, overwrites: only ``g1``
+survives. That case proves the test can see the bug.
 
-Backward runs in reverse: depth 2's wgrad is written first and depth 1's (the FIRST forward
-call) last. So with flags ``(True, False)`` depth 1's GEMM overwrites and only ``g1`` survives:
-that is the bug the linter is about, and the case proves the test can see it.
+Also here: the reference's own contract (decision table, TE's signatures and parameter names,
+the dummy gradient, ``overwrite_main_grad`` read at forward).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+import inspect
 
 import pytest
 
 torch = pytest.importorskip("torch", reason="the runtime suite needs torch")
 
-import torch.nn.functional as F  # noqa: E402
-from runtime_support import Backend, load_fixture  # noqa: E402
+from runtime_support import Backend  # noqa: E402
 
-HIDDEN = 16
-TOKENS = 8
-M_SPLITS = [3, 5]  # GroupedLinear: uneven on purpose, both GEMMs see rows
-KINDS = ("Linear", "LayerNormLinear", "GroupedLinear")
-
-# Tolerances, as relative Frobenius error ||main_grad - expected|| / ||expected||.
-# - reference: the module and the autograd mirror compute the same fp32 products; they differ
-#   only in summation order (the fused GEMM adds into main_grad with beta=1, i.e. (0 + g2) + g1
-#   inside addmm, against g1 + g2 afterwards; autograd's own wgrad GEMM may block the
-#   K = TOKENS reduction differently). Each is a few fp32 roundings (2^-24 ~ 6e-8) on sums of
-#   8-16 terms, so errors are ~1e-7; 1e-5 leaves two orders of magnitude.
-# - te: TE's cuBLASLt GEMMs may run fp32 inputs on TF32 tensor cores (10-bit mantissa, unit
-#   roundoff 2^-11 ~ 4.9e-4) and its LayerNorm is a fused kernel with its own reduction order;
-#   2e-3 covers a TF32 product summed over 8-16 rows.
-# Either way the alternative outcome (a whole depth's gradient lost or kept) is O(1) away,
-# which `assert_grad` checks too (SEPARATION), so the tolerance cannot hide the bug.
-TOLERANCE = {"reference": 1e-5, "te": 2e-3}
-SEPARATION = 0.05
+from lint_rules.runtime import reference_te  # noqa: E402
+from lint_rules.runtime.scenarios import ACCUMULATION_CASES, KINDS, accumulation  # noqa: E402
 
 
-@dataclass(frozen=True)
-class Case:
-    """Flags of the two calls and what must end up in ``main_grad``."""
-
-    flags: tuple[bool | None, bool | None]
-    expect: str  # "sum" (g1 + g2) or "first" (g1 only: depth 2's gradient overwritten)
-    guard_config: Any = None  # route the flags through is_first_microbatch_tracked(config)
-    overwrite_attr: bool = False  # weight.overwrite_main_grad = True
-    fuse: bool = True
-
-
-GUARD = load_fixture("megatron_guard")
-CONFIG = load_fixture("shared_layer_model").ModelConfig
-
-CASES = {
-    # What the codemod writes: TE accumulates whenever fusion is on.
-    "none": Case((None, None), "sum"),
-    # The upstream guard with a BF16/FP32 config (untracked): the guard turns the flag into None.
-    "guard-untracked": Case((True, False), "sum", guard_config=CONFIG()),
-    # An uninterrupted run after its first microbatch: both accumulate.
-    "false-false": Case((False, False), "sum"),
-    # The first call after a (re)start: depth 1's wgrad, written last, overwrites depth 2's.
-    "true-false": Case((True, False), "first"),
-    # The guard's known limit (issue 7): with FP8 the flag is tracked, re-armed to True on the
-    # first microbatch, and a module called twice still loses one depth's gradient.
-    "guard-tracked-fp8": Case((True, False), "first", guard_config=CONFIG(fp8="hybrid")),
-    # TE's attribute that forces overwrite even with the None fallback.
-    "overwrite-attr": Case((None, None), "first", overwrite_attr=True),
-    # Fusion off: a fresh wgrad per call, summed by autograd into .grad; nothing to overwrite.
-    "unfused-true-false": Case((True, False), "sum", fuse=False),
-}
-
-
-def make_module(kind: str, backend: Backend, fuse: bool) -> torch.nn.Module:
-    """Build ``kind`` from the backend's namespace with TE's keyword names."""
-    te = backend.module()
-    common = {
-        "bias": True,
-        "fuse_wgrad_accumulation": fuse,
-        "params_dtype": torch.float32,
-        "device": backend.device,
-    }
-    if kind == "GroupedLinear":
-        return te.GroupedLinear(len(M_SPLITS), HIDDEN, HIDDEN, **common)
-    return getattr(te, kind)(HIDDEN, HIDDEN, **common)
-
-
-def fused_weights(kind: str, module: torch.nn.Module) -> list[torch.nn.Parameter]:
-    """The parameters whose wgrad goes to ``main_grad`` (TE's names)."""
-    if kind == "GroupedLinear":
-        return [getattr(module, f"weight{i}") for i in range(len(M_SPLITS))]
-    return [module.weight]
-
-
-def call(kind: str, module: torch.nn.Module, x: torch.Tensor, flag: bool | None) -> torch.Tensor:
-    if kind == "GroupedLinear":
-        return module(x, M_SPLITS, is_first_microbatch=flag)
-    return module(x, is_first_microbatch=flag)
-
-
-def mirror(
-    kind: str, module: torch.nn.Module, x: torch.Tensor, weights: list[torch.Tensor]
-) -> torch.Tensor:
-    """The module's math in plain torch, with ``weights`` in place of its fused weights."""
-    if kind == "Linear":
-        return F.linear(x, weights[0], module.bias.detach())
-    if kind == "LayerNormLinear":
-        normed = F.layer_norm(
-            x,
-            (HIDDEN,),
-            module.layer_norm_weight.detach(),
-            module.layer_norm_bias.detach(),
-            module.eps,
-        )
-        return F.linear(normed, weights[0], module.bias.detach())
-    chunks = torch.split(x, M_SPLITS)
-    return torch.cat(
-        [
-            F.linear(chunk, w, getattr(module, f"bias{i}").detach())
-            for i, (chunk, w) in enumerate(zip(chunks, weights))
-        ]
-    )
-
-
-def per_depth_grads(
-    kind: str, module: torch.nn.Module, x: torch.Tensor, probe: torch.Tensor
-) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
-    """(g1, g2): each fused weight's gradient from depth 1 and from depth 2, by autograd."""
-    originals = [w.detach() for w in fused_weights(kind, module)]
-    depth1 = [w.clone().requires_grad_(True) for w in originals]
-    depth2 = [w.clone().requires_grad_(True) for w in originals]
-    h1 = torch.tanh(mirror(kind, module, x, depth1))
-    h2 = torch.tanh(mirror(kind, module, h1, depth2))
-    grads = torch.autograd.grad((h2 * probe).sum(), depth1 + depth2)
-    n = len(originals)
-    return list(grads[:n]), list(grads[n:])
-
-
-def rel(a: torch.Tensor, b: torch.Tensor) -> float:
-    return float((a.double() - b.double()).norm() / b.double().norm().clamp_min(1e-30))
-
-
-def assert_grad(got: torch.Tensor, want: torch.Tensor, other: torch.Tensor, tol: float) -> None:
-    """``got`` matches ``want`` within ``tol`` and is clearly not the ``other`` outcome."""
-    assert rel(got, want) <= tol, f"relative error {rel(got, want):.2e} > {tol:.0e}"
-    assert rel(got, other) > SEPARATION, "the two outcomes are indistinguishable: weak test"
-
-
-@pytest.mark.parametrize("case_id", list(CASES))
+@pytest.mark.parametrize("case_id", list(ACCUMULATION_CASES))
 @pytest.mark.parametrize("kind", KINDS)
 def test_shared_layer_accumulation(backend: Backend, kind: str, case_id: str) -> None:
-    case = CASES[case_id]
-    torch.manual_seed(1234)
-    module = make_module(kind, backend, case.fuse)
-    weights = fused_weights(kind, module)
-    for w in weights:
-        w.main_grad = torch.zeros_like(w, dtype=torch.float32)
-        if case.overwrite_attr:
-            w.overwrite_main_grad = True
-    x = torch.randn(TOKENS, HIDDEN, device=backend.device)
-    probe = torch.randn(TOKENS, HIDDEN, device=backend.device)
-
-    flags = case.flags
-    if case.guard_config is not None:
-        # Exactly the guarded call shape the linter accepts: `v if tracked(config) else None`.
-        flags = tuple(
-            f if GUARD.is_first_microbatch_tracked(case.guard_config) else None for f in flags
-        )
-    h1 = torch.tanh(call(kind, module, x, flags[0]))
-    h2 = torch.tanh(call(kind, module, h1, flags[1]))
-    (h2 * probe).sum().backward()
-
-    g1, g2 = per_depth_grads(kind, module, x, probe)
-    tol = TOLERANCE[backend.name]
-    for w, a, b in zip(weights, g1, g2):
-        total = a + b
-        if not case.fuse:
-            assert w.grad is not None
-            assert_grad(w.grad, total, a, tol)
-            assert torch.count_nonzero(w.main_grad) == 0, "fusion off must not touch main_grad"
-        elif case.expect == "sum":
-            assert_grad(w.main_grad, total, a, tol)
-        else:
-            # Exactly one depth survives, and it is depth 1 (first forward, last backward).
-            assert_grad(w.main_grad, a, total, tol)
-            assert rel(w.main_grad, b) > SEPARATION
+    found = accumulation(backend, kind, case_id)
+    assert found.label == ACCUMULATION_CASES[case_id].expect, str(found)
 
 
 def test_reference_contract_table() -> None:
     """The reference's decision function is docs/te-facts.md's table, row by row."""
-    from lint_rules.testing.reference_te import wgrad_accumulates
-
-    assert wgrad_accumulates(True, None) is True
-    assert wgrad_accumulates(True, False) is True
-    assert wgrad_accumulates(True, True) is False
-    assert wgrad_accumulates(True, None, overwrite_main_grad=True) is False
-    assert wgrad_accumulates(True, False, overwrite_main_grad=True) is False
+    accumulates = reference_te.wgrad_accumulates
+    assert accumulates(True, None) is True
+    assert accumulates(True, False) is True
+    assert accumulates(True, True) is False
+    assert accumulates(True, None, overwrite_main_grad=True) is False
+    assert accumulates(True, False, overwrite_main_grad=True) is False
     for flag in (None, True, False):
-        assert wgrad_accumulates(False, flag) is False  # fusion off: main_grad untouched
+        assert accumulates(False, flag) is False  # fusion off: main_grad untouched
+
+
+# TE 2.20.2's constructor parameters, in order, up to `device` (what the reference models).
+TE_SIGNATURES = {
+    "Linear": "in_features out_features sequence_parallel fuse_wgrad_accumulation tp_group "
+    "tp_size get_rng_state_tracker rng_tracker_name init_method bias return_bias params_dtype "
+    "parallel_mode parameters_split device",
+    "LayerNormLinear": "in_features out_features eps sequence_parallel fuse_wgrad_accumulation "
+    "tp_group tp_size get_rng_state_tracker init_method bias normalization return_bias "
+    "params_dtype parallel_mode return_layernorm_output return_layernorm_output_gathered "
+    "parameters_split zero_centered_gamma device",
+    "LayerNormMLP": "hidden_size ffn_hidden_size eps sequence_parallel return_bias "
+    "get_rng_state_tracker tp_group tp_size init_method bias normalization activation "
+    "activation_params output_layer_init_method fuse_wgrad_accumulation params_dtype "
+    "return_layernorm_output return_layernorm_output_gathered seq_length micro_batch_size "
+    "set_parallel_mode zero_centered_gamma device",
+    "GroupedLinear": "num_gemms in_features out_features sequence_parallel "
+    "fuse_wgrad_accumulation tp_group tp_size get_rng_state_tracker rng_tracker_name "
+    "init_method bias return_bias params_dtype parallel_mode device",
+}
+TE_PARAMETERS = {
+    "Linear": ["weight", "bias"],
+    "LayerNormLinear": ["layer_norm_weight", "layer_norm_bias", "weight", "bias"],
+    "LayerNormMLP": [
+        "layer_norm_weight", "layer_norm_bias", "fc1_weight", "fc1_bias", "fc2_weight", "fc2_bias"
+    ],
+    "GroupedLinear": ["weight0", "bias0", "weight1", "bias1"],
+}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_reference_has_te_signatures_and_parameter_names(kind: str) -> None:
+    cls = getattr(reference_te, kind)
+    params = list(inspect.signature(cls.__init__).parameters)[1:]
+    assert params == TE_SIGNATURES[kind].split()
+    forward = list(inspect.signature(cls.forward).parameters)[1:]
+    assert forward.index("is_first_microbatch") == (2 if kind == "GroupedLinear" else 1)
+    args = (2, 8, 8) if kind == "GroupedLinear" else (8, 16) if kind == "LayerNormMLP" else (8, 8)
+    module = cls(*args)
+    assert [name for name, _ in module.named_parameters()] == TE_PARAMETERS[kind]
+
+
+def test_layernorm_mlp_positional_construction_and_fusion_on_both_gemms() -> None:
+    """TE's positional order: ``LayerNormMLP(hidden, ffn, eps, ...)``; both GEMMs fused."""
+    mlp = reference_te.LayerNormMLP(8, 16, 1e-6, fuse_wgrad_accumulation=True)
+    assert (mlp.hidden_size, mlp.ffn_hidden_size, mlp.eps) == (8, 16, 1e-6)
+    assert mlp.fc1_weight.shape == (16, 8) and mlp.fc2_weight.shape == (8, 16)
+    for w in (mlp.fc1_weight, mlp.fc2_weight):
+        w.main_grad = torch.zeros_like(w)
+    mlp(torch.randn(4, 8)).sum().backward()
+    assert mlp.fc1_weight.grad is None and mlp.fc2_weight.grad is None
+    assert torch.count_nonzero(mlp.fc1_weight.main_grad) and torch.count_nonzero(
+        mlp.fc2_weight.main_grad
+    )
+    with pytest.raises(NotImplementedError, match="tp_size"):
+        reference_te.LayerNormMLP(8, 16, tp_size=2)
 
 
 def test_reference_missing_main_grad_is_an_error() -> None:
     """Like TE, fused wgrad without a main_grad buffer fails loudly instead of dropping it."""
-    from lint_rules.testing.reference_te import Linear
-
-    layer = Linear(4, 4, fuse_wgrad_accumulation=True)
+    layer = reference_te.Linear(4, 4, fuse_wgrad_accumulation=True)
     out = layer(torch.randn(2, 4), is_first_microbatch=None)
     with pytest.raises(RuntimeError, match="main_grad"):
         out.sum().backward()
 
 
-def test_reference_megatron_ddp_protocol() -> None:
-    """With Megatron's grad_added_to_main_grad attribute the weight gets a dummy zero grad."""
-    from lint_rules.testing.reference_te import Linear
-
-    layer = Linear(4, 4, bias=False, fuse_wgrad_accumulation=True)
+@pytest.mark.parametrize("zero_out", [False, True])
+def test_reference_megatron_ddp_protocol(zero_out: bool) -> None:
+    """With Megatron's grad_added_to_main_grad the weight gets a dummy gradient: TE's is
+    uninitialised (``torch.empty``), zeros only with ``zero_out_wgrad``; without the attribute
+    it gets none."""
+    layer = reference_te.Linear(4, 4, bias=False, fuse_wgrad_accumulation=True)
     layer.weight.main_grad = torch.zeros(4, 4)
     layer.weight.grad_added_to_main_grad = False
+    if zero_out:
+        layer.weight.zero_out_wgrad = True
     layer(torch.randn(2, 4)).sum().backward()
     assert layer.weight.grad_added_to_main_grad is True
-    assert layer.weight.grad is not None and torch.count_nonzero(layer.weight.grad) == 0
+    assert layer.weight.grad is not None and layer.weight.grad.shape == (4, 4)
+    if zero_out:
+        assert torch.count_nonzero(layer.weight.grad) == 0
     assert torch.count_nonzero(layer.weight.main_grad) > 0
+
+    plain = reference_te.Linear(4, 4, bias=False, fuse_wgrad_accumulation=True)
+    plain.weight.main_grad = torch.zeros(4, 4)
+    plain(torch.randn(2, 4)).sum().backward()
+    assert plain.weight.grad is None
+
+
+def test_reference_dummy_gradient_is_not_zeroed() -> None:
+    """The dummy is allocated with torch.empty, not zeros: the reference does not promise more
+    than TE does (Megatron's DDP ignores it unless zero_out_wgrad)."""
+    import unittest.mock
+
+    layer = reference_te.Linear(4, 4, bias=False, fuse_wgrad_accumulation=True)
+    layer.weight.main_grad = torch.zeros(4, 4)
+    layer.weight.grad_added_to_main_grad = False
+    with unittest.mock.patch.object(
+        reference_te.torch, "empty_like", wraps=torch.empty_like
+    ) as empty_like:
+        layer(torch.randn(2, 4)).sum().backward()
+    assert empty_like.called
+
+
+@pytest.mark.parametrize("kind", ["Linear", "GroupedLinear"])
+def test_overwrite_main_grad_is_read_at_forward(kind: str) -> None:
+    """TE reads overwrite_main_grad when the forward runs: setting it between forward and
+    backward changes nothing; GroupedLinear reads it from weight0 for every GEMM."""
+    torch.manual_seed(0)
+    x = torch.randn(4, 4)
+    if kind == "Linear":
+        module = reference_te.Linear(4, 4, fuse_wgrad_accumulation=True)
+        weights = [module.weight]
+        args: tuple = (x,)
+    else:
+        module = reference_te.GroupedLinear(2, 4, 4, fuse_wgrad_accumulation=True)
+        weights = [module.weight0, module.weight1]
+        args = (x, [2, 2])
+
+    def main_grads(before: list[bool], after: list[bool]) -> list[torch.Tensor]:
+        """main_grad (starting at 7) with the attribute set before and after the forward."""
+        for w, flag in zip(weights, before):
+            w.main_grad = torch.full_like(w, 7.0)
+            w.overwrite_main_grad = flag
+        out = module(*args, is_first_microbatch=None)
+        for w, flag in zip(weights, after):
+            w.overwrite_main_grad = flag
+        out.sum().backward()
+        return [w.main_grad.clone() for w in weights]
+
+    n = len(weights)
+    overwritten = [g + 7.0 for g in main_grads([True] * n, [True] * n)]  # 7 + wgrad, for reference
+    accumulated = main_grads([False] * n, [False] * n)
+    for got, want in zip(accumulated, overwritten):
+        assert torch.allclose(got, want)  # 7 + wgrad: accumulated
+    late = main_grads([False] * n, [True] * n)  # set after the forward: too late
+    assert all(torch.equal(a, b) for a, b in zip(late, accumulated))
+    only_first = main_grads([True] + [False] * (n - 1), [True] + [False] * (n - 1))
+    for got, acc in zip(only_first, accumulated):
+        assert torch.allclose(got, acc - 7.0)  # weight0's attribute overwrote every GEMM

@@ -2,7 +2,7 @@
 
 The model source is ``fixtures/runtime/shared_layer_model.py`` (unguarded). The codemod
 (``lint_rules.fixing.fix_source``) writes the fixed version into a temporary folder; each
-version is trained by ``lint_rules.resume_check`` in separate processes:
+version is trained by ``lint_rules.runtime.resume`` in separate processes:
 
 - A: straight through N steps; A': the same again (the A/A check every team already has);
 - B: M < N steps, then save model, optimizer and RNG state;
@@ -26,8 +26,8 @@ pytest.importorskip("torch", reason="the runtime suite needs torch")
 
 from runtime_support import BACKENDS, Backend, skip_unless_runnable  # noqa: E402
 
-from lint_rules.resume_check import ResumeCheckResult, run_resume_check  # noqa: E402
-from lint_rules.testing import shared_layer  # noqa: E402
+from lint_rules.runtime import shared_layer  # noqa: E402
+from lint_rules.runtime.resume import ResumeCheckResult, run_resume_check  # noqa: E402
 
 STEPS = 5  # N
 RESUME_AT = 2  # M: C's first step is 3
@@ -131,7 +131,7 @@ def test_compare_command_reports_the_divergence(
         [
             sys.executable,
             "-m",
-            "lint_rules.resume_check",
+            "lint_rules.runtime.resume",
             "compare",
             str(Path(workdir) / "A.pt"),
             str(Path(workdir) / "C.pt"),

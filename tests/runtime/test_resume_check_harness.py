@@ -17,14 +17,15 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="the runtime suite needs torch")
 
-from lint_rules import resume_check as rc  # noqa: E402
+from lint_rules.runtime import resume as rc  # noqa: E402
 
 
 def test_lint_rules_imports_without_torch() -> None:
-    """The harness and the testing helpers import torch lazily, like the rest of lint_rules."""
+    """The harness, the model builder and gpu_check import torch lazily, like all of lint_rules."""
     code = (
-        "import sys; import lint_rules.resume_check, lint_rules.testing, "
-        "lint_rules.testing.shared_layer; assert 'torch' not in sys.modules, 'torch imported'"
+        "import sys; import lint_rules.runtime.resume, lint_rules.resume_check, "
+        "lint_rules.runtime.shared_layer, lint_rules.runtime.gpu_check, "
+        "lint_rules.runtime.backends; assert 'torch' not in sys.modules, 'torch imported'"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
@@ -161,7 +162,7 @@ def test_factory_results_of_every_documented_shape() -> None:
 
 
 def test_load_factory_specs(tmp_path: Path) -> None:
-    module_spec = rc.load_factory("lint_rules.testing.shared_layer:build_shared_layer_training")
+    module_spec = rc.load_factory("lint_rules.runtime.shared_layer:build_shared_layer_training")
     assert module_spec.__name__ == "build_shared_layer_training"
     (tmp_path / "helper_sibling.py").write_text("VALUE = 3\n")
     (tmp_path / "my_factory.py").write_text(
@@ -187,7 +188,7 @@ def test_shared_layer_factory_builds_both_variants_in_one_process(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The public factory other tests (the runtime monitor's) build the suite's model with."""
-    from lint_rules.testing import reference_te, shared_layer
+    from lint_rules.runtime import reference_te, shared_layer
 
     monkeypatch.delenv(shared_layer.BACKEND_ENV, raising=False)
     built = {

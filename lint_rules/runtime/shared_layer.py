@@ -1,6 +1,7 @@
 """Build the runtime suite's shared-layer model: the unguarded fixture or its codemod-fixed form.
 
-The model's source is ``fixtures/runtime/shared_layer_model.py`` (one TE ``Linear`` reused at
+The model's source is ``lint_rules/runtime/fixtures/shared_layer_model.py`` (package data, read
+with :mod:`importlib.resources`, so this works from an installed wheel; one TE ``Linear`` reused at
 two depths, flag kept as ``self.is_first_microbatch``, fused wgrad into ``main_grad``). The
 ``fixed`` variant is that source after the project's own codemod
 (:func:`lint_rules.fixing.fix_source`), never a hand-written copy, so whatever is proven about
@@ -8,22 +9,19 @@ it is proven about the codemod's real output.
 
 Public entry points (for the resume check and the runtime monitor)::
 
-    from lint_rules.testing.shared_layer import build_shared_layer_training
+    from lint_rules.runtime.shared_layer import build_shared_layer_training
     training = build_shared_layer_training("unguarded", backend="reference", device="cpu")
     training.model, training.optimizer, training.batch(step), training.train_step(batch)
 
 ``write_variant(variant, folder)`` writes the variant's source (and its sibling fixtures) to a
-folder, which is what the subprocess legs of :mod:`lint_rules.resume_check` load.
-
-The fixtures live in the source checkout, not in the installed package: set
-``TE_MICROBATCH_RUNTIME_FIXTURES`` to their folder when running from elsewhere.
+folder, which is what the subprocess legs of :mod:`lint_rules.runtime.resume` load.
 """
 
 from __future__ import annotations
 
+import importlib.resources
 import itertools
 import os
-import shutil
 import sys
 import threading
 import types
@@ -35,7 +33,7 @@ __all__ = [
     "MODEL_FILE",
     "VARIANTS",
     "build_shared_layer_training",
-    "fixture_dir",
+    "fixture_text",
     "load_variant_module",
     "variant_source",
     "write_variant",
@@ -44,7 +42,7 @@ __all__ = [
 BACKEND_ENV = "TE_MICROBATCH_BACKEND"
 """Read by the fixture at import: ``te`` for ``transformer_engine.pytorch``, else the reference."""
 
-FIXTURES_ENV = "TE_MICROBATCH_RUNTIME_FIXTURES"
+FIXTURE_PACKAGE = "lint_rules.runtime.fixtures"
 MODEL_FILE = "shared_layer_model.py"
 FACTORY = "build_training"
 SIBLINGS = ("megatron_guard.py",)
@@ -55,17 +53,9 @@ _LOCK = threading.Lock()
 _COUNTER = itertools.count()
 
 
-def fixture_dir() -> Path:
-    """``fixtures/runtime`` of the source checkout (or ``$TE_MICROBATCH_RUNTIME_FIXTURES``)."""
-    override = os.environ.get(FIXTURES_ENV)
-    default = Path(__file__).resolve().parents[2] / "fixtures" / "runtime"
-    folder = Path(override) if override else default
-    if not (folder / MODEL_FILE).is_file():
-        raise FileNotFoundError(
-            f"runtime fixtures not found in {folder}: run from a source checkout or set "
-            f"{FIXTURES_ENV} to the folder holding {MODEL_FILE}"
-        )
-    return folder
+def fixture_text(name: str = MODEL_FILE) -> str:
+    """The text of one runtime fixture file, read from the installed package."""
+    return importlib.resources.files(FIXTURE_PACKAGE).joinpath(name).read_text(encoding="utf-8")
 
 
 def variant_source(variant: str = "unguarded", settings: Any = None) -> str:
@@ -77,7 +67,7 @@ def variant_source(variant: str = "unguarded", settings: Any = None) -> str:
     """
     if variant not in VARIANTS:
         raise ValueError(f"variant must be one of {VARIANTS}, not {variant!r}")
-    text = (fixture_dir() / MODEL_FILE).read_text(encoding="utf-8")
+    text = fixture_text(MODEL_FILE)
     if variant == "unguarded":
         return text
     from lint_rules.fixing import fix_source
@@ -92,40 +82,46 @@ def variant_source(variant: str = "unguarded", settings: Any = None) -> str:
 def write_variant(variant: str, folder: str | Path, settings: Any = None) -> Path:
     """Write ``variant``'s model file and its sibling fixtures into ``folder``; return the file.
 
-    The result is what ``python -m lint_rules.resume_check --factory FILE:build_training``
+    The result is what ``python -m lint_rules.runtime.resume --factory FILE:build_training``
     loads (the harness puts the file's folder on ``sys.path`` for the siblings).
     """
     dest = Path(folder)
     dest.mkdir(parents=True, exist_ok=True)
-    source_dir = fixture_dir()
     for name in SIBLINGS:
-        shutil.copyfile(source_dir / name, dest / name)
+        (dest / name).write_text(fixture_text(name), encoding="utf-8")
     target = dest / MODEL_FILE
     target.write_text(variant_source(variant, settings), encoding="utf-8")
     return target
 
 
 def load_variant_module(
-    variant: str = "unguarded", backend: str = "reference", settings: Any = None
+    variant: str = "unguarded",
+    backend: str = "reference",
+    settings: Any = None,
+    source: str | None = None,
 ) -> types.ModuleType:
     """Import ``variant``'s source as a fresh module bound to ``backend``.
 
     Each call gives a new module object (unique name), so an unguarded and a fixed model, or
-    two backends, can live in one process. The backend is chosen by setting
+    two backends, can live in one process. ``source`` replaces the variant's text (a mutant,
+    for tests that show a check can fail). The backend is chosen by setting
     :data:`BACKEND_ENV` while the module body runs (the fixture reads it at import, like a real
     project choosing TE or a fallback), under a lock, and restoring it afterwards.
     """
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, not {backend!r}")
-    source = variant_source(variant, settings)
-    folder = str(fixture_dir())
+    if source is None:
+        source = variant_source(variant, settings)
     name = f"_te_shared_layer_{variant}_{backend}_{next(_COUNTER)}"
     module = types.ModuleType(name)
-    module.__file__ = str(Path(folder) / f"{name}.py")
     code = compile(source, f"<{variant} {MODEL_FILE}>", "exec")
     with _LOCK:
-        if folder not in sys.path:
-            sys.path.append(folder)  # the guard sibling, for a guard-strategy fix
+        for sibling in SIBLINGS:  # the guard module, for a guard-strategy fix
+            sibling_name = sibling[: -len(".py")]
+            if sibling_name not in sys.modules:
+                sys.modules[sibling_name] = importlib.import_module(
+                    f"{FIXTURE_PACKAGE}.{sibling_name}"
+                )
         previous = os.environ.get(BACKEND_ENV)
         os.environ[BACKEND_ENV] = backend
         try:
@@ -144,6 +140,7 @@ def build_shared_layer_training(
     backend: str = "reference",
     device: str | None = None,
     seed: int = 0,
+    source: str | None = None,
     **config: Any,
 ) -> Any:
     """The fixture's ``Training`` object for ``variant`` on ``backend``.
@@ -153,7 +150,7 @@ def build_shared_layer_training(
     ``cuda`` for ``te`` and ``cpu`` for the reference; ``config`` overrides ``ModelConfig``
     fields (``hidden_size``, ``mtp_num_layers``, ``num_microbatches``, ...).
     """
-    module = load_variant_module(variant, backend)
+    module = load_variant_module(variant, backend, source=source)
     if device is None:
         device = "cuda" if backend == "te" else "cpu"
     return getattr(module, FACTORY)(device=device, seed=seed, **config)

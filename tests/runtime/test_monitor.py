@@ -1,10 +1,9 @@
-"""The runtime monitor (``lint_rules.runtime``) on CPU, with plain torch modules that take the
-``is_first_microbatch`` keyword as TE modules do. No timing assertions here (see
+"""The runtime monitor (``lint_rules.runtime.monitor``) on CPU, with plain torch modules that
+take the ``is_first_microbatch`` keyword as TE modules do. No timing assertions here (see
 ``benchmarks/monitor_overhead.py``)."""
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 import warnings
@@ -14,7 +13,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from lint_rules.runtime import (  # noqa: E402 - after the importorskip on purpose
+
+from lint_rules.runtime.monitor import (  # noqa: E402 - after the importorskip on purpose
     REPEATED_CALL,
     TRUE_AFTER_FIRST,
     Hazard,
@@ -314,7 +314,7 @@ def test_flag_position_agrees_with_bind_partial(module: nn.Module) -> None:
     """The precomputed index reads the same value that ``Signature.bind_partial`` binds."""
     import inspect
 
-    from lint_rules.runtime import _flag_position
+    from lint_rules.runtime.monitor import _flag_position
 
     index, default = _flag_position(module.forward)
     sig = inspect.signature(module.forward)
@@ -574,113 +574,3 @@ def test_tensor_flag_is_shown_without_reading_it() -> None:
     with mon:
         model(x_in())
     assert "<Tensor shape=()>" in found[0].message
-
-
-# -- the runtime suite's shared-layer model (fixtures/runtime via lint_rules.testing) ---------
-
-BACKENDS = [
-    pytest.param(("reference", "cpu"), id="reference-cpu"),
-    pytest.param(("te", "cuda"), id="te-cuda", marks=pytest.mark.gpu),
-]
-
-
-@pytest.fixture(params=BACKENDS)
-def backend(request: pytest.FixtureRequest) -> tuple[str, str]:
-    """Where the suite's model runs: the pure-torch reference on CPU, or real TE on a GPU."""
-    name, device = request.param
-    if device == "cuda" and not torch.cuda.is_available():
-        pytest.skip("CUDA is not available")
-    if name == "te" and importlib.util.find_spec("transformer_engine") is None:
-        pytest.skip("transformer_engine is not installed")
-    return request.param
-
-
-def build(variant: str, backend: tuple[str, str], **config: Any) -> Any:
-    """The fixture's Training (unguarded as written, or after the project's codemod)."""
-    from lint_rules.testing.shared_layer import build_shared_layer_training
-
-    name, device = backend
-    return build_shared_layer_training(variant, backend=name, device=device, seed=0, **config)
-
-
-def _train(
-    training: Any, steps: int, rearm: bool = False, **options: Any
-) -> tuple[list[Hazard], MicrobatchMonitor]:
-    """Train with the monitor watching; ``rearm`` sets the flag True every step as
-    Megatron-Core's schedule does under FP8 (``set_is_first_microbatch``)."""
-    found: list[Hazard] = []
-    with MicrobatchMonitor(
-        training.model, on_hazard=found.append, optimizer=training.optimizer, **options
-    ) as mon:
-        for step in range(steps):
-            if rearm:
-                training.model.is_first_microbatch = True
-            training.train_step(training.batch(step))
-    assert mon.step_index == steps  # the optimizer hook marked every step
-    return found, mon
-
-
-def test_suite_model_unguarded_is_flagged(backend: tuple[str, str]) -> None:
-    found, mon = _train(build("unguarded", backend), steps=3)
-    assert set(mon.watched) == {"mtp_layer"}
-    first = found[0]
-    assert (first.kind, first.path, first.step) == (REPEATED_CALL, "mtp_layer", 0)
-    assert [(c.microbatch, c.value) for c in first.calls] == [(0, True), (0, False)]
-    # later steps pass False, False: still a shared module fed a non-None flag
-    assert {h.step for h in found} == {0, 1, 2}
-
-
-def test_suite_model_unguarded_raises_at_the_first_shared_call(backend: tuple[str, str]) -> None:
-    training = build("unguarded", backend)
-    with (
-        MicrobatchMonitor(training.model, on_hazard="raise"),
-        pytest.raises(MicrobatchHazard, match="'mtp_layer'") as info,
-    ):
-        training.train_step(training.batch(0))
-    assert [c.value for c in info.value.hazard.calls] == [True, False]
-
-
-def test_suite_model_unguarded_after_resume_is_flagged(backend: tuple[str, str]) -> None:
-    """A fresh process that loads a checkpoint starts with the flag True again."""
-    trained = build("unguarded", backend)
-    for step in range(2):
-        trained.train_step(trained.batch(step))
-    resumed = build("unguarded", backend)
-    resumed.model.load_state_dict(trained.model.state_dict())
-    resumed.optimizer.load_state_dict(trained.optimizer.state_dict())
-    found: list[Hazard] = []
-    with MicrobatchMonitor(resumed.model, on_hazard=found.append):
-        resumed.train_step(resumed.batch(2))
-    assert [c.value for c in found[0].calls] == [True, False]
-
-
-def test_suite_model_unguarded_fp8_rearm_is_flagged_every_step(backend: tuple[str, str]) -> None:
-    found, _ = _train(build("unguarded", backend), steps=3, rearm=True)
-    assert [(h.step, h.calls[0].value) for h in found] == [(0, True), (1, True), (2, True)]
-
-
-@pytest.mark.parametrize("rearm", [False, True])
-@pytest.mark.parametrize("only_fused", [False, True])
-def test_suite_model_fixed_is_silent(
-    backend: tuple[str, str], rearm: bool, only_fused: bool
-) -> None:
-    found, mon = _train(build("fixed", backend), steps=3, rearm=rearm, only_fused=only_fused)
-    assert set(mon.watched) == {"mtp_layer"} and found == [] and mon.hazards == []
-
-
-@pytest.mark.parametrize("variant", ["unguarded", "fixed"])
-@pytest.mark.parametrize("rearm", [False, True])
-def test_suite_model_without_sharing_is_silent(
-    backend: tuple[str, str], variant: str, rearm: bool
-) -> None:
-    """One depth: the unguarded flag (True once per step at most, then False) is intended use."""
-    found, mon = _train(build(variant, backend, mtp_num_layers=1), steps=3, rearm=rearm)
-    assert set(mon.watched) == {"mtp_layer"} and found == [] and mon.hazards == []
-
-
-def test_suite_model_only_fused_sees_the_fused_layer(backend: tuple[str, str]) -> None:
-    training = build("unguarded", backend)
-    assert training.model.mtp_layer.fuse_wgrad_accumulation is True
-    with MicrobatchMonitor(training.model, only_fused=True) as mon, pytest.raises(MicrobatchHazard):
-        training.train_step(training.batch(0))
-    assert set(mon.watched) == {"mtp_layer"}

@@ -13,11 +13,17 @@ whose ``forward`` takes ``is_first_microbatch`` and reports, naming the module a
 * ``true-after-first``: the module receives ``True`` after its first call of the step. With fused
   wgrad that call overwrites the gradient the earlier calls of the step accumulated.
 
+* ``stale-fp8-cache`` (only with ``fp8=True``: the run uses FP8): the module receives ``False`` on
+  its first call after a step boundary, having been called in an earlier step. Under FP8,
+  ``False`` reuses the quantized weight cached at the module's last ``True`` call, so this
+  forward runs on the weights from before the optimizer step (TE 2.20.2 ``module/linear.py``:
+  ``update_ws = is_first_microbatch is None or is_first_microbatch``).
+
 A module called once per microbatch (``True`` then ``False``, ``False``, ... across the
 microbatches of a step) is the intended use and is not reported. The monitor flags the calling
 pattern; whether gradient is really lost also depends on ``fuse_wgrad_accumulation``, which is
 not always visible (wrappers, plain torch modules), so it is checked only with
-``only_fused=True``. See the README, "Runtime monitor".
+``only_fused=True``. See docs/runtime.md, "Runtime monitor".
 
 Importing this module does not import torch; torch is imported when a monitor is created.
 """
@@ -38,6 +44,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only, keeps the import light
 __all__ = [
     "FLAG",
     "REPEATED_CALL",
+    "STALE_FP8_CACHE",
     "TRUE_AFTER_FIRST",
     "FlagCall",
     "Hazard",
@@ -50,6 +57,7 @@ __all__ = [
 FLAG = "is_first_microbatch"
 REPEATED_CALL = "repeated-call"
 TRUE_AFTER_FIRST = "true-after-first"
+STALE_FP8_CACHE = "stale-fp8-cache"
 
 #: Calls kept per module and step for the report (the count itself is exact).
 _MAX_KEPT_CALLS = 32
@@ -79,7 +87,7 @@ class Hazard:
     """A reported calling pattern; ``message`` explains it and names the fix."""
 
     kind: str
-    """``REPEATED_CALL`` or ``TRUE_AFTER_FIRST``."""
+    """``REPEATED_CALL``, ``TRUE_AFTER_FIRST`` or ``STALE_FP8_CACHE``."""
     path: str
     """Qualified name of the module in the monitored model (``named_modules``); ``""`` = root."""
     aliases: tuple[str, ...]
@@ -105,6 +113,15 @@ class Hazard:
         if self.omitted:
             listed += f"; ... and {self.omitted} more"
         trigger = self.calls[-1]
+        if self.kind == STALE_FP8_CACHE:
+            return (
+                f"{where} received {FLAG}=False on its first call after an optimizer step "
+                f"(step {self.step}, microbatch {trigger.microbatch}) in an FP8 run: False "
+                "reuses the weight quantized before the step, so this forward runs on the "
+                "previous step's weights. Re-arm the flag to True on the first microbatch of "
+                "every step (as Megatron-Core's set_is_first_microbatch does), or pass "
+                f"{FLAG}=None."
+            )
         if self.kind == REPEATED_CALL:
             return (
                 f"{where} was called {len(self.calls) + self.omitted} times in one microbatch "
@@ -193,6 +210,7 @@ class _Watch:
         "mb_count",
         "mb_non_none",
         "reported",
+        "ever_called",
     )
 
     def __init__(
@@ -204,6 +222,7 @@ class _Watch:
         self.index = index
         self.default = default
         self.generation = -1
+        self.ever_called = False  # called in any step so far (under FP8: a cache may exist)
         self.reset(0)
 
     def reset(self, generation: int) -> None:
@@ -244,6 +263,11 @@ class MicrobatchMonitor:
     (TE's Linear, LayerNormLinear, LayerNormMLP, GroupedLinear), where the pattern does lose
     gradient; the default watches every module with the keyword, because fusion is not always
     visible and the pattern is fragile anyway. ``include(path, module)`` can narrow the set.
+
+    ``fp8=True`` says the run uses FP8 (or FP4): then a module that gets ``False`` on its first
+    call after a step boundary is reported as ``STALE_FP8_CACHE`` (its forward reuses the weight
+    quantized before the optimizer step). The monitor cannot see whether a run uses FP8, so it
+    checks this only when told.
     """
 
     def __init__(
@@ -255,6 +279,7 @@ class MicrobatchMonitor:
         microbatch_boundary: str = "forward",
         optimizer: Any = None,
         include: ModuleFilter | None = None,
+        fp8: bool = False,
     ) -> None:
         import torch  # fail early and clearly when torch is missing
 
@@ -268,6 +293,7 @@ class MicrobatchMonitor:
         self.only_fused = only_fused
         self.microbatch_boundary = microbatch_boundary
         self.include = include
+        self.fp8 = bool(fp8)
         self._roots = self._as_roots(model)
         self._watches: list[_Watch] = []
         self._handles: list[Any] = []
@@ -453,6 +479,10 @@ class MicrobatchMonitor:
         self._microbatch_used = True
         index = watch.count
         watch.count = index + 1
+        if index == 0 and self.fp8 and watch.ever_called and value is False:
+            # first call after a step boundary, a cache from an earlier step, and False: stale
+            self._report(watch, STALE_FP8_CACHE, [(index, microbatch, value)], 1, None)
+        watch.ever_called = True
         call = (index, microbatch, value)
         if index < _MAX_KEPT_CALLS:
             watch.calls.append(call)
@@ -475,10 +505,10 @@ class MicrobatchMonitor:
             self._report(watch, TRUE_AFTER_FIRST, watch.calls, watch.count, call)
 
     def _report(
-        self, watch: _Watch, kind: str, kept: list[_Call], total: int, trigger: _Call
+        self, watch: _Watch, kind: str, kept: list[_Call], total: int, trigger: _Call | None
     ) -> None:
         calls = list(kept)
-        if calls[-1] is not trigger:
+        if trigger is not None and calls[-1] is not trigger:
             calls[-1] = trigger  # the list is full: show the triggering call in the last slot
         watch.reported.add(kind)
         names = (watch.path, *watch.aliases)
@@ -554,6 +584,6 @@ def watch_is_first_microbatch(
     """Attach a ``MicrobatchMonitor`` to ``model`` and return it; call ``detach()`` to stop.
 
     ``options`` are those of ``MicrobatchMonitor`` (``only_fused``, ``microbatch_boundary``,
-    ``optimizer``, ``include``).
+    ``optimizer``, ``include``, ``fp8``).
     """
     return MicrobatchMonitor(model, on_hazard, **options).attach()
