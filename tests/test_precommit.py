@@ -1,5 +1,7 @@
 """The hooks in ``.pre-commit-hooks.yaml``, and the flake8 ``additional_dependencies`` way, run
-by the real pre-commit on a temporary git repository.
+by the real pre-commit on a temporary git repository (``pre-commit run`` with the repository in
+the config, and ``pre-commit try-repo``). All three read the same ``[tool.te-microbatch-lint]``
+table of the sample repository's ``pyproject.toml``.
 
 pre-commit builds each hook's virtualenv and pip-installs this project into it, which needs the
 package registry: the test is marked ``network`` and skips (saying why) when pip cannot reach it.
@@ -17,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.network
+pytestmark = [pytest.mark.network, pytest.mark.slow]
 
 PROJECT = Path(__file__).resolve().parent.parent
 SAMPLE = PROJECT / "fixtures" / "cli" / "project"
@@ -71,15 +73,23 @@ def hook_repo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     return root, head
 
 
+CONSUMER_CONFIG = """\
+[tool.te-microbatch-lint]
+exclude = ["pkg/sub/*"]
+unresolved = "report"
+guard-functions = ["tracked"]
+"""
+"""``exclude`` is for our hooks (flake8 has its own); ``guard-functions`` makes line 15 of
+``pkg/sub/unresolved.py`` tracked, which only a face that reads this table knows."""
+
+
 @pytest.fixture
 def consumer(tmp_path: Path, hook_repo: tuple[Path, str]) -> Path:
     """A user's repository with the sample files, using our hooks and flake8 with our plugin."""
     repo_path, rev = hook_repo
     root = tmp_path / "consumer"
     shutil.copytree(SAMPLE, root)
-    (root / "pyproject.toml").write_text(
-        '[tool.te-microbatch-lint]\nexclude = ["pkg/sub/*"]\nunresolved = "report"\n'
-    )
+    (root / "pyproject.toml").write_text(CONSUMER_CONFIG)
     (root / ".pre-commit-config.yaml").write_text(
         f"""\
 repos:
@@ -92,7 +102,7 @@ repos:
   hooks:
   - id: flake8
     name: flake8
-    entry: flake8 --isolated --select TEM
+    entry: flake8 --select TEM
     language: python
     types: [python]
     additional_dependencies: [flake8, {repo_path}]
@@ -142,10 +152,30 @@ def test_fix_hook_rewrites_files_then_passes(
     assert "TEM004" in left.stdout and "TEM001" not in left.stdout
 
 
-def test_flake8_with_additional_dependencies(
+def test_flake8_with_additional_dependencies_reads_the_pyproject_table(
     pre_commit: list[str], consumer: Path, cache: Path
 ) -> None:
     done = run_hook(pre_commit, "flake8", consumer, cache)
     assert done.returncode == 1, done.stdout + done.stderr
     assert "pkg/model.py:12:" in done.stdout and "TEM001" in done.stdout
     assert "suppressed.py" not in done.stdout
+    assert "pkg/sub/unresolved.py:14:" in done.stdout  # flake8 does not apply our exclude
+    assert "pkg/sub/unresolved.py:15:" not in done.stdout  # guard-functions from pyproject.toml
+
+
+@pytest.mark.parametrize("hook", ["te-microbatch-lint", "te-microbatch-lint-fix"])
+def test_try_repo(
+    pre_commit: list[str], consumer: Path, cache: Path, hook_repo: tuple[Path, str], hook: str
+) -> None:
+    repo_path, rev = hook_repo
+    env = {**os.environ, **GIT_ENV, "PRE_COMMIT_HOME": str(cache), "PRE_COMMIT_COLOR": "never"}
+    command = (*pre_commit, "try-repo", str(repo_path), hook, "--ref", rev, "--all-files")
+    done = sh(*command, cwd=consumer, env=env, timeout=600)
+    assert done.returncode == 1, done.stdout + done.stderr
+    if hook == "te-microbatch-lint":
+        assert "pkg/model.py:12:" in done.stdout and "TEM004" in done.stdout
+        assert "unresolved.py" not in done.stdout  # excluded by pyproject.toml, though named
+    else:
+        assert "files were modified by this hook" in done.stdout
+        text = (consumer / "pkg/model.py").read_text(encoding="utf-8")
+        assert "is_first_microbatch=None" in text
