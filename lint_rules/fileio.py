@@ -190,7 +190,12 @@ def read_source(path: PathLike) -> SourceFile:
             raw = handle.read()
     except OSError as error:
         raise SourceError(name, _os_reason(error)) from None
+    return decode_source(name, raw)
 
+
+def decode_source(path: PathLike, raw: bytes) -> SourceFile:
+    """Decode bytes read elsewhere (stdin) exactly as ``read_source`` decodes a file's."""
+    name = os.fspath(path)
     nul = raw.find(b"\x00")
     if nul >= 0:
         raise SourceError(name, f"contains a NUL byte (line {_line_of(raw, nul)})")

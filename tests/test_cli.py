@@ -190,6 +190,7 @@ def test_json_format(tree: Path) -> None:
     rows = json.loads(result.stdout)
     assert len(rows) == len(text)
     keys = {"path", "code", "message", "line", "column", "end_line", "end_column", "fixable"}
+    keys.add("applicability")
     for row, line in zip(rows, text):
         assert set(row) == keys
         assert line == f"{row['path']}:{row['line']}:{row['column']}: {row['message']}"

@@ -11,56 +11,137 @@ import argparse
 import os
 import sys
 from collections.abc import Iterable, Sequence
-from typing import Callable, TextIO
+from typing import TextIO
 
-from lint_rules.cli.discovery import Discovery, discover
-from lint_rules.cli.formats import PROG, format_github, format_json, format_sarif, format_text
-from lint_rules.cli.options import Configuration, _default_jobs, build_parser, configure
-from lint_rules.cli.running import Job, Outcome, _progress, check_file, fix_file, run_files
+from lint_rules.cli.discovery import Discovery, _forced_out, discover
+from lint_rules.cli.formats import (
+    PROG,
+    Problem,
+    format_github,
+    format_json,
+    format_sarif,
+    format_statistics,
+    format_text,
+)
+from lint_rules.cli.options import Configuration, build_parser, configure
+from lint_rules.cli.progress import Progress
+from lint_rules.cli.running import (
+    Job,
+    Outcome,
+    Work,
+    check_file,
+    default_cpus,
+    fix_file,
+    plan_files,
+    pool_size,
+    run_plan,
+)
 from lint_rules.settings import SettingsError
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 PROGRESS_MIN_FILES = 200
+STDIN = "-"
 
 
-def _progress_stream(args: argparse.Namespace, total: int) -> TextIO | None:
-    if args.quiet or total <= PROGRESS_MIN_FILES:
-        return None
-    return sys.stderr if sys.stderr.isatty() else None
+class UsageError(Exception):
+    """A combination of arguments that cannot work (exit 2, one line)."""
 
 
-def _report_errors(errors: Iterable[tuple[str, str]]) -> None:
-    for path, reason in errors:
-        print(f"{path}: error: {reason}", file=sys.stderr)
+def _progress(args: argparse.Namespace, total: int) -> Progress:
+    stream = None
+    if not args.quiet and total > PROGRESS_MIN_FILES and sys.stderr.isatty():
+        stream = sys.stderr
+    return Progress(total, stream)
 
 
-def _collect(
-    args: argparse.Namespace, work: Callable[[Job, str], Outcome], job: Job, files: list[str]
-) -> list[Outcome]:
-    jobs = args.jobs or _default_jobs()
-    outcomes = run_files(work, job, files, jobs)
-    return list(_progress(outcomes, len(files), _progress_stream(args, len(files))))
+def _report(items: Iterable[tuple[str, str]], kind: str = "error") -> None:
+    for path, reason in items:
+        print(f"{path}: {kind}: {reason}", file=sys.stderr)
+
+
+def _problem(outcome: Outcome) -> Problem:
+    assert outcome.error is not None
+    return Problem(outcome.path, outcome.error, outcome.error_line, outcome.error_column)
+
+
+def _outcomes(
+    args: argparse.Namespace,
+    config: Configuration,
+    work: Work,
+    job: Job,
+    files: Sequence[str],
+    cache: object = None,
+) -> Iterable[Outcome]:
+    """Every file's outcome, in order, as each finishes; progress drawn on the way."""
+    plan = plan_files(job, files, config.settings_of, cache)
+    workers = pool_size(plan, args.jobs, default_cpus())
+    progress = _progress(args, len(files))
+    try:
+        for outcome in run_plan(work, job, plan, workers):
+            progress.advance()
+            if outcome.findings or outcome.diff:
+                progress.clear()
+            yield outcome
+    finally:
+        progress.clear()
+
+
+def _open_output(args: argparse.Namespace) -> TextIO:
+    if not getattr(args, "output_file", None):
+        return sys.stdout
+    try:
+        return open(args.output_file, "w", encoding="utf-8", errors="backslashreplace")
+    except OSError as error:
+        raise UsageError(f"{args.output_file}: cannot write: {error.strerror or error}") from None
 
 
 def run_check(args: argparse.Namespace, config: Configuration, discovery: Discovery) -> int:
-    job = Job(config.resolver, disable_noqa=args.disable_noqa, mode="check")
-    outcomes = _collect(args, check_file, job, discovery.files)
-    settings_for = config.resolver.settings_for
-    findings = [f for o in outcomes for f in o.findings if settings_for(o.path).reports(f.code)]
-    errors = discovery.errors + [(o.path, o.error) for o in outcomes if o.error]
-    if args.format == "json":
-        sys.stdout.write(format_json(findings))
-    elif args.format == "sarif":
-        sys.stdout.write(format_sarif(findings, errors))
-    elif args.format == "github":
-        sys.stdout.write(format_github(findings))
-    else:
-        sys.stdout.write(format_text(findings))
-    sys.stdout.flush()
-    _report_errors(errors)
-    if errors:
+    from lint_rules.cli.cache import open_cache
+
+    if args.statistics and args.format not in ("text", "json"):
+        raise UsageError("--statistics works with --format text or json")
+    job = Job(disable_noqa=args.disable_noqa, mode="check")
+    cache = open_cache(args.no_cache, args.cache_dir)
+    out = _open_output(args)
+    streaming = args.format == "text" and not args.statistics
+    findings = []
+    problems = [Problem(path, reason) for path, reason in discovery.errors]
+    try:
+        for outcome in _outcomes(args, config, check_file, job, discovery.files, cache):
+            if cache is not None:
+                cache.put(outcome)
+            if outcome.error:
+                problems.append(_problem(outcome))
+            settings = config.settings_of(outcome.path) if outcome.findings else None
+            kept = [f for f in outcome.findings if settings and settings.reports(f.code)]
+            if streaming and kept:
+                out.write(format_text(kept))
+                out.flush()
+            findings.extend(kept)
+        if cache is not None:
+            cache.save()
+        _write_report(args, out, findings, problems)
+    finally:
+        if out is not sys.stdout:
+            out.close()
+    _report((p.path, p.reason) for p in problems)
+    if problems:
         return EXIT_ERROR
     return EXIT_FINDINGS if findings and not args.exit_zero else EXIT_CLEAN
+
+
+def _write_report(
+    args: argparse.Namespace, out: TextIO, findings: list, problems: list[Problem]
+) -> None:
+    if args.statistics:
+        out.write(format_statistics(findings, as_json=args.format == "json"))
+    elif args.format == "json":
+        out.write(format_json(findings, problems))
+    elif args.format == "sarif":
+        out.write(format_sarif(findings, problems))
+    elif args.format == "github":
+        out.write(format_github(findings, problems))
+    out.flush()
 
 
 def run_fix(args: argparse.Namespace, config: Configuration, discovery: Discovery) -> int:
@@ -69,18 +150,16 @@ def run_fix(args: argparse.Namespace, config: Configuration, discovery: Discover
         from lint_rules.fileio import install_cleanup_handlers
 
         install_cleanup_handlers()
-    job = Job(config.resolver, disable_noqa=args.disable_noqa, mode=mode)
-    outcomes = _collect(args, fix_file, job, discovery.files)
+    job = Job(disable_noqa=args.disable_noqa, mode=mode)
     errors = list(discovery.errors)
     verb = "fixed" if mode == "write" else "would fix"
     changed = fixed = unchanged = 0
-    for outcome in outcomes:
+    for outcome in _outcomes(args, config, fix_file, job, discovery.files):
         if outcome.error:
             errors.append((outcome.path, outcome.error))
             continue
         sys.stdout.write(outcome.diff)
-        for note in outcome.notes:
-            print(f"{outcome.path}: note: {note}", file=sys.stderr)
+        _report(((outcome.path, note) for note in outcome.notes), "note")
         if not outcome.changed:
             unchanged += 1
             continue
@@ -89,7 +168,7 @@ def run_fix(args: argparse.Namespace, config: Configuration, discovery: Discover
         if not args.quiet:
             print(f"{verb} {outcome.path} ({_count(outcome.fixed, 'finding')})", file=sys.stderr)
     sys.stdout.flush()
-    _report_errors(errors)
+    _report(errors)
     if not args.quiet:
         print(
             f"{verb} {_count(fixed, 'finding')} in {_count(changed, 'file')}, "
@@ -123,6 +202,62 @@ def _count(number: int, noun: str) -> str:
     return f"{number} {noun}{'' if number == 1 else 's'}"
 
 
+def run_stdin(args: argparse.Namespace, config: Configuration) -> int:
+    """``check -`` / ``fix -``: the source on stdin, resolved as ``--stdin-filename``."""
+    from lint_rules.fileio import SourceError, decode_source
+
+    shown = args.stdin_filename or STDIN
+    raw = sys.stdin.buffer.read()
+    fixing = args.command == "fix"
+    echo = fixing and not (args.diff or args.check)
+    excluded = args.stdin_filename is not None and _forced_out(
+        args.stdin_filename, config.excludes, False, args.respect_gitignore
+    )
+    if excluded:
+        if echo:
+            sys.stdout.buffer.write(raw)
+        return EXIT_CLEAN
+    try:
+        source = decode_source(shown, raw)
+    except SourceError as error:
+        if echo:
+            sys.stdout.buffer.write(raw)  # an editor's buffer must never come back empty
+        _report([(shown, error.reason)])
+        return EXIT_ERROR
+    settings = config.settings_of(args.stdin_filename or os.path.join(os.getcwd(), "stdin.py"))
+    if not fixing:
+        job = Job(disable_noqa=args.disable_noqa, mode="check")
+        outcome = check_file(job, shown, settings, source)
+        findings = [f for f in outcome.findings if settings.reports(f.code)]
+        out = _open_output(args)
+        problems = [_problem(outcome)] if outcome.error else []
+        try:
+            if args.format == "text" and not args.statistics:
+                out.write(format_text(findings))
+            _write_report(args, out, findings, problems)
+        finally:
+            if out is not sys.stdout:
+                out.close()
+        _report((p.path, p.reason) for p in problems)
+        if problems:
+            return EXIT_ERROR
+        return EXIT_FINDINGS if findings and not args.exit_zero else EXIT_CLEAN
+    mode = "diff" if args.diff else "verify" if args.check else "stdout"
+    job = Job(disable_noqa=args.disable_noqa, mode=mode)
+    outcome = fix_file(job, shown, settings, source)
+    if echo:
+        text = outcome.new_text if outcome.new_text is not None else source.text
+        sys.stdout.buffer.write(text.encode(source.encoding))
+    else:
+        sys.stdout.write(outcome.diff)
+    sys.stdout.flush()
+    _report(((shown, note) for note in outcome.notes), "note")
+    if outcome.error:
+        _report([(shown, outcome.error)])
+        return EXIT_ERROR
+    return EXIT_FINDINGS if args.check and outcome.changed else EXIT_CLEAN
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the exit status instead of exiting."""
     parser = build_parser()
@@ -136,15 +271,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "rule":
         return explain_rules(args.codes, args.all)
     try:
+        if STDIN in args.paths and len(args.paths) > 1:
+            raise UsageError("`-` (stdin) must be the only path")
+        if args.stdin_filename and args.paths != [STDIN]:
+            raise UsageError("--stdin-filename goes with `-` as the path")
         config = configure(args)
-    except SettingsError as error:
-        print(f"{PROG}: error: {error}", file=sys.stderr)
-        return EXIT_ERROR
-    discovery = discover(args.paths, config.excludes, force_exclude=args.force_exclude)
-    try:
+        if args.paths == [STDIN]:
+            return run_stdin(args, config)
+        discovery = discover(
+            args.paths,
+            config.excludes,
+            force_exclude=args.force_exclude,
+            respect_gitignore=args.respect_gitignore,
+        )
+        if not args.quiet:
+            _report(discovery.notes, "note")
         if args.command == "check":
             return run_check(args, config, discovery)
         return run_fix(args, config, discovery)
+    except (SettingsError, UsageError) as error:
+        print(f"{PROG}: error: {error}", file=sys.stderr)
+        return EXIT_ERROR
     except BrokenPipeError:  # `... | head`: stop quietly, as a filter should
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())

@@ -1,17 +1,30 @@
-"""File discovery: the files to process under the paths named, in a deterministic order."""
+"""File discovery: the files to process under the paths named, in a deterministic order.
+
+Directories are walked for ``*.py``/``*.pyi`` in name order, skipping hidden and tool
+directories, excluded paths and (unless ``respect_gitignore`` is off) what ``.gitignore``,
+``.ignore`` and ``.git/info/exclude`` ignore, the way git reads them: each ignore file applies
+below its own directory, the deepest file with a matching pattern decides, ``.ignore`` before
+``.gitignore`` in one directory, and an ignored directory is not entered. The ignore files
+above a named directory count too, up to the repository root (the nearest directory holding
+``.git``), unless the named directory is itself ignored (then it is walked as if it were
+not, like a file named explicitly; ``--force-exclude`` skips it). Patterns are matched by
+``pathspec`` (``GitIgnoreSpec``), imported only when an ignore file exists.
+"""
 
 from __future__ import annotations
 
 import fnmatch
 import os
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Union
+from typing import Any, Callable, Union
 
 SOURCE_SUFFIXES = (".py", ".pyi")
 SKIPPED_DIRS = frozenset({".venv", "venv", "__pycache__", "build", "dist", ".git", "node_modules"})
 """Never walked into (hidden directories neither); a file named explicitly is still read."""
+IGNORE_FILES = (".ignore", ".gitignore")
+"""Read in each directory walked; the first listed wins when both match."""
 
 
 @dataclass(frozen=True)
@@ -58,22 +71,135 @@ def _skipped_dir(name: str) -> bool:
     return name.startswith(".") or name in SKIPPED_DIRS
 
 
+# ------------------------------------------------------------------------------- ignore files
+
+
+@dataclass(frozen=True)
+class _IgnoreFile:
+    base: str  # absolute directory the patterns are relative to
+    spec: Any  # pathspec.GitIgnoreSpec
+
+
+def _read_ignore(path: str, base: str) -> _IgnoreFile | None:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            lines = handle.read().splitlines()
+    except OSError:
+        return None
+    if not any(line.strip() and not line.lstrip().startswith("#") for line in lines):
+        return None
+    import pathspec
+
+    return _IgnoreFile(base, pathspec.GitIgnoreSpec.from_lines(lines))
+
+
+def _ignore_files_in(folder: str, names: Sequence[str] | None = None) -> list[_IgnoreFile]:
+    """The ignore files of one directory, the one that wins first."""
+    found = []
+    for name in IGNORE_FILES:
+        if names is not None and name not in names:
+            continue
+        spec = _read_ignore(os.path.join(folder, name), folder)
+        if spec is not None:
+            found.append(spec)
+    return found
+
+
+def repository_root(start: str) -> str | None:
+    """The nearest directory at or above ``start`` that holds ``.git`` (a folder or a file)."""
+    folder = os.path.abspath(start)
+    while True:
+        if os.path.exists(os.path.join(folder, ".git")):
+            return folder
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return None
+        folder = parent
+
+
+def _inherited(folder: str) -> list[_IgnoreFile]:
+    """Ignore files that apply to ``folder``'s contents from above it, deepest first."""
+    folder = os.path.abspath(folder)
+    root = repository_root(folder)
+    if root is None:
+        return []
+    chain = []
+    current = os.path.dirname(folder)
+    while current.startswith(root) and len(current) >= len(root):
+        chain.extend(_ignore_files_in(current))
+        if current == root:
+            break
+        current = os.path.dirname(current)
+    exclude = _read_ignore(os.path.join(root, ".git", "info", "exclude"), root)
+    if exclude is not None:
+        chain.append(exclude)
+    return chain
+
+
+def _ignored(path: str, is_dir: bool, specs: Sequence[_IgnoreFile]) -> bool:
+    """Whether the deepest ignore file with a pattern for ``path`` ignores it."""
+    absolute = os.path.abspath(path)
+    for ignore in specs:
+        relative = os.path.relpath(absolute, ignore.base).replace(os.sep, "/")
+        if relative.startswith("../"):
+            continue
+        include = _check(ignore.spec, relative + "/" if is_dir else relative)
+        if include is not None:
+            return include
+    return False
+
+
+def _check(spec: Any, relative: str) -> bool | None:
+    """The last pattern of ``spec`` that matches decides: ignored, re-included, or no match."""
+    check = getattr(spec, "check_file", None)  # pathspec >= 0.12.1
+    if check is not None:
+        include = check(relative).include
+        return None if include is None else bool(include)
+    for pattern in reversed(spec.patterns):
+        if pattern.include is not None and pattern.match_file(relative) is not None:
+            return bool(pattern.include)
+    return None
+
+
+def _ignored_from_above(path: str, is_dir: bool) -> bool:
+    """For a path named on the command line: is it, or a directory above it, ignored?"""
+    absolute = os.path.abspath(path)
+    root = repository_root(absolute)
+    if root is None:
+        return False
+    parts = Path(os.path.relpath(absolute, root)).parts
+    current = root
+    for index, part in enumerate(parts):
+        current = os.path.join(current, part)
+        last = index == len(parts) - 1
+        if _ignored(current, is_dir or not last, _inherited(current)):
+            return True
+    return False
+
+
+# ---------------------------------------------------------------------------------- discovery
+
+
 @dataclass
 class Discovery:
-    """The files to process, in output order, and the paths that could not be explored."""
+    """The files to process, in output order; the paths that could not be explored; notes."""
 
     files: list[str]
     errors: list[tuple[str, str]]
+    notes: list[tuple[str, str]] = field(default_factory=list)
 
 
 def discover(
-    paths: Sequence[str], patterns: Patterns, force_exclude: bool = False
+    paths: Sequence[str],
+    patterns: Patterns,
+    force_exclude: bool = False,
+    respect_gitignore: bool = True,
 ) -> Discovery:
     """Files under ``paths`` in a deterministic order (arguments in order, then names sorted).
 
-    A directory is walked for ``*.py``/``*.pyi``, skipping hidden and tool directories and
-    excluded paths, without following directory symlinks (no loops). A path named explicitly is
-    always processed unless ``force_exclude`` (for pre-commit, which names every file).
+    A directory is walked without following directory symlinks (no loops). A path named
+    explicitly is always processed unless ``force_exclude`` (for pre-commit, which names every
+    file); a named file that is not ``*.py``/``*.pyi`` is skipped with a note.
     """
     found = Discovery(files=[], errors=[])
     seen: set[str] = set()
@@ -87,24 +213,33 @@ def discover(
 
     for root in paths:
         if os.path.isdir(root):
-            if force_exclude and _forced_out(root, patterns, is_dir=True):
+            if force_exclude and _forced_out(root, patterns, True, respect_gitignore):
                 continue
-            _walk(root, patterns, add, found.errors)
+            inherited = _inherited(root) if respect_gitignore else []
+            if inherited and _ignored_from_above(root, True):
+                inherited = []  # an ignored directory named explicitly is walked, as a file is
+            _walk(root, patterns, add, found.errors, inherited, respect_gitignore)
         elif os.path.lexists(root):
-            if not (force_exclude and _forced_out(root, patterns)):
+            if force_exclude and _forced_out(root, patterns, False, respect_gitignore):
+                continue
+            if root.endswith(SOURCE_SUFFIXES):
                 add(root)  # read_source names whatever is wrong with it
+            else:
+                found.notes.append((root, "skipped: not a Python file (*.py, *.pyi)"))
         else:
             found.errors.append((root, "does not exist"))
     return found
 
 
-def _forced_out(path: str, patterns: Patterns, is_dir: bool = False) -> bool:
+def _forced_out(path: str, patterns: Patterns, is_dir: bool, respect_gitignore: bool) -> bool:
     relative = Path(os.path.relpath(os.path.abspath(path)))
     folders = relative.parts if is_dir else relative.parts[:-1]
     inside = ".." not in folders  # the skipped-directory names apply below the cwd only
     if inside and any(_skipped_dir(part) for part in folders if part != "."):
         return True
-    return _excluded(path, patterns, is_dir=is_dir)
+    if _excluded(path, patterns, is_dir=is_dir):
+        return True
+    return respect_gitignore and _ignored_from_above(path, is_dir)
 
 
 def _walk(
@@ -112,20 +247,29 @@ def _walk(
     patterns: Patterns,
     add: Callable[[str], None],
     errors: list[tuple[str, str]],
+    inherited: list[_IgnoreFile],
+    respect_gitignore: bool,
 ) -> None:
     """Depth first in name order, a directory's contents at its place among its siblings."""
-    stack: list[Iterator[os.DirEntry[str]]] = []
+    stack: list[tuple[Iterator[os.DirEntry[str]], list[_IgnoreFile]]] = []
 
-    def enter(folder: str) -> None:
+    def enter(folder: str, specs: list[_IgnoreFile]) -> None:
         try:
             with os.scandir(folder) as scan:
-                stack.append(iter(sorted(scan, key=lambda entry: entry.name)))
+                entries = sorted(scan, key=lambda entry: entry.name)
         except OSError as error:
             errors.append((folder, f"cannot list directory: {error.strerror or error}"))
+            return
+        if respect_gitignore:
+            names = {entry.name for entry in entries if entry.name in IGNORE_FILES}
+            if names:
+                specs = [*_ignore_files_in(os.path.abspath(folder), names), *specs]
+        stack.append((iter(entries), specs))
 
-    enter(root)
+    enter(root, inherited)
     while stack:
-        entry = next(stack[-1], None)
+        entries, specs = stack[-1]
+        entry = next(entries, None)
         if entry is None:
             stack.pop()
             continue
@@ -136,7 +280,11 @@ def _walk(
         except OSError:
             continue
         if is_dir:
-            if not _skipped_dir(entry.name) and not _excluded(path, patterns, is_dir=True):
-                enter(path)
-        elif is_file and entry.name.endswith(SOURCE_SUFFIXES) and not _excluded(path, patterns):
+            if _skipped_dir(entry.name) or _excluded(path, patterns, is_dir=True):
+                continue
+            if not (specs and _ignored(path, True, specs)):
+                enter(path, specs)
+        elif is_file and entry.name.endswith(SOURCE_SUFFIXES):
+            if _excluded(path, patterns) or (specs and _ignored(path, False, specs)):
+                continue
             add(path)

@@ -1,11 +1,17 @@
-"""Output formats of ``check``: text (flake8's), JSON, SARIF 2.1.0, GitHub annotations."""
+"""Output formats of ``check``: text (flake8's), JSON, SARIF 2.1.0, GitHub annotations.
+
+Paths: the text and JSON formats print them as found (as flake8 does); SARIF and GitHub need
+them relative to the repository root (the nearest directory above the current one holding
+``.git``, else the current directory), SARIF through ``uriBaseId: %SRCROOT%``.
+"""
 
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from lint_rules import __version__
 from lint_rules.cli.running import Reported
@@ -14,6 +20,18 @@ PROG = "te-microbatch-lint"
 FORMATS = ("text", "json", "sarif", "github")
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 INFORMATION_URI = "https://example.invalid/te-microbatch-lint"
+SRCROOT = "%SRCROOT%"
+FINGERPRINT_KEY = "teMicrobatchLint/v1"
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A path that could not be read, parsed or explored, with the reason (and where)."""
+
+    path: str
+    reason: str
+    line: int | None = None
+    column: int | None = None
 
 
 def format_text(findings: Sequence[Reported]) -> str:
@@ -21,12 +39,44 @@ def format_text(findings: Sequence[Reported]) -> str:
     return "".join(f"{f.path}:{f.line}:{f.column}: {f.message}\n" for f in findings)
 
 
-def format_json(findings: Sequence[Reported]) -> str:
+JSON_KEYS = (
+    "path",
+    "code",
+    "message",
+    "line",
+    "column",
+    "end_line",
+    "end_column",
+    "fixable",
+    "applicability",
+)
+
+
+def format_json(findings: Sequence[Reported], problems: Sequence[Problem] = ()) -> str:
+    """A list of rows; a file that could not be read or parsed is a row with ``code: null``."""
     import json
 
-    keys = ("path", "code", "message", "line", "column", "end_line", "end_column", "fixable")
-    rows = [{key: getattr(f, key) for key in keys} for f in findings]
+    rows: list[dict[str, Any]] = [{key: getattr(f, key) for key in JSON_KEYS} for f in findings]
+    for problem in problems:
+        row = dict.fromkeys(JSON_KEYS)
+        row.update(path=problem.path, message=problem.reason, fixable=False)
+        row.update(line=problem.line, column=problem.column)
+        rows.append(row)
     return json.dumps(rows, indent=2) + "\n"
+
+
+def repository_root() -> str:
+    from lint_rules.cli.discovery import repository_root as find_root
+
+    return find_root(os.getcwd()) or os.getcwd()
+
+
+def relative_to_root(path: str, root: str) -> str | None:
+    """``path`` relative to ``root`` in POSIX form (no ``./``), or None when outside it."""
+    relative = os.path.relpath(os.path.abspath(path), root)
+    if relative == ".." or relative.startswith(".." + os.sep) or os.path.isabs(relative):
+        return None
+    return Path(relative).as_posix()
 
 
 def _escape_github(value: str, property_value: bool = False) -> str:
@@ -36,13 +86,20 @@ def _escape_github(value: str, property_value: bool = False) -> str:
     return value
 
 
-def format_github(findings: Sequence[Reported]) -> str:
-    """GitHub Actions workflow commands (annotations); columns in characters."""
+def format_github(findings: Sequence[Reported], problems: Sequence[Problem] = ()) -> str:
+    """GitHub Actions workflow commands (annotations); repository-relative paths, columns in
+    characters; files that could not be read or parsed as ``::error``."""
+    root = repository_root()
+
+    def where(path: str) -> str:
+        shown = relative_to_root(path, root) or os.path.abspath(path)
+        return f"file={_escape_github(shown, True)}"
+
     out = []
     for f in findings:
         props = ",".join(
             (
-                f"file={_escape_github(f.path, True)}",
+                where(f.path),
                 f"line={f.line}",
                 f"col={f.char_column}",
                 f"endLine={f.end_line}",
@@ -51,51 +108,72 @@ def format_github(findings: Sequence[Reported]) -> str:
             )
         )
         out.append(f"::warning {props}::{_escape_github(f.message)}\n")
+    for problem in problems:
+        props = [where(problem.path)]
+        if problem.line:
+            props.append(f"line={problem.line}")
+        if problem.column:
+            props.append(f"col={problem.column}")
+        out.append(f"::error {','.join(props)}::{_escape_github(problem.reason)}\n")
     return "".join(out)
 
 
-def _rule_descriptions() -> dict[str, tuple[str, str]]:
-    """(short, full) text of each rule, from the message templates in ``rules.MESSAGES``."""
-    from lint_rules.rules import MESSAGES, SUMMARIES
+def rule_descriptions() -> dict[str, dict[str, str]]:
+    """``short``, ``full`` and ``help_uri`` of each rule, from the rule table in ``rules``."""
+    from lint_rules import rules
 
+    table = getattr(rules, "RULES", None)
     described = {}
-    for code, template in sorted(MESSAGES.items()):
-        full = re.sub(r"\{(\w+)\}", r"<\1>", template)
-        full = full.replace(code, "", 1).strip() if full.startswith(code) else full
-        described[code] = (SUMMARIES[code], full)
+    if table:
+        for code, rule in sorted(table.items()):
+            described[code] = {
+                "short": rule.summary,
+                "full": rule.explanation.strip(),
+                "help_uri": rule.help_uri,
+            }
+        return described
+    for code, summary in sorted(rules.SUMMARIES.items()):
+        described[code] = {
+            "short": summary,
+            "full": summary,
+            "help_uri": f"{INFORMATION_URI}/blob/main/docs/rules.md#{code.lower()}",
+        }
     return described
 
 
-def _artifact_uri(path: str) -> str:
+def _location(path: str, root: str) -> dict[str, Any]:
+    relative = relative_to_root(path, root)
+    if relative is None:
+        return {"uri": Path(os.path.abspath(path)).as_uri()}
     from urllib.parse import quote
 
-    if os.path.isabs(path):
-        return Path(path).as_uri()
-    posix = Path(os.path.normpath(path)).as_posix()
-    return quote(posix)
+    return {"uri": quote(relative), "uriBaseId": SRCROOT}
 
 
-def format_sarif(findings: Sequence[Reported], errors: Sequence[tuple[str, str]]) -> str:
+def format_sarif(findings: Sequence[Reported], problems: Sequence[Problem]) -> str:
     """SARIF 2.1.0 for code scanning; regions in characters (``unicodeCodePoints``)."""
     import json
 
-    descriptions = _rule_descriptions()
-    codes = list(descriptions)
+    root = repository_root()
+    described = rule_descriptions()
+    codes = list(described)
     for extra in sorted({f.code for f in findings} - set(codes)):
         codes.append(extra)
-        descriptions[extra] = (extra, extra)
+        described[extra] = {"short": extra, "full": extra, "help_uri": INFORMATION_URI}
     rules = [
         {
             "id": code,
             "name": code,
-            "shortDescription": {"text": descriptions[code][0]},
-            "fullDescription": {"text": descriptions[code][1]},
+            "shortDescription": {"text": described[code]["short"]},
+            "fullDescription": {"text": described[code]["full"]},
+            "helpUri": described[code]["help_uri"],
             "defaultConfiguration": {"level": "warning"},
         }
         for code in codes
     ]
-    results = [
-        {
+    results = []
+    for f in findings:
+        result: dict[str, Any] = {
             "ruleId": f.code,
             "ruleIndex": codes.index(f.code),
             "level": "warning",
@@ -103,7 +181,7 @@ def format_sarif(findings: Sequence[Reported], errors: Sequence[tuple[str, str]]
             "locations": [
                 {
                     "physicalLocation": {
-                        "artifactLocation": {"uri": _artifact_uri(f.path)},
+                        "artifactLocation": _location(f.path, root),
                         "region": {
                             "startLine": f.line,
                             "startColumn": f.char_column,
@@ -113,17 +191,25 @@ def format_sarif(findings: Sequence[Reported], errors: Sequence[tuple[str, str]]
                     }
                 }
             ],
+            "partialFingerprints": {FINGERPRINT_KEY: f.fingerprint},
         }
-        for f in findings
-    ]
-    notifications = [
-        {
-            "level": "error",
-            "message": {"text": reason},
-            "locations": [{"physicalLocation": {"artifactLocation": {"uri": _artifact_uri(path)}}}],
-        }
-        for path, reason in errors
-    ]
+        if f.applicability:
+            result["properties"] = {"fixApplicability": f.applicability}
+        results.append(result)
+    notifications = []
+    for problem in problems:
+        physical: dict[str, Any] = {"artifactLocation": _location(problem.path, root)}
+        if problem.line:
+            physical["region"] = {"startLine": problem.line}
+            if problem.column:
+                physical["region"]["startColumn"] = problem.column
+        notifications.append(
+            {
+                "level": "error",
+                "message": {"text": problem.reason},
+                "locations": [{"physicalLocation": physical}],
+            }
+        )
     log = {
         "version": "2.1.0",
         "$schema": SARIF_SCHEMA,
@@ -137,10 +223,11 @@ def format_sarif(findings: Sequence[Reported], errors: Sequence[tuple[str, str]]
                         "rules": rules,
                     }
                 },
+                "originalUriBaseIds": {SRCROOT: {"uri": Path(root).as_uri() + "/"}},
                 "columnKind": "unicodeCodePoints",
                 "invocations": [
                     {
-                        "executionSuccessful": not errors,
+                        "executionSuccessful": not problems,
                         "toolExecutionNotifications": notifications,
                     }
                 ],
@@ -149,3 +236,32 @@ def format_sarif(findings: Sequence[Reported], errors: Sequence[tuple[str, str]]
         ],
     }
     return json.dumps(log, indent=2) + "\n"
+
+
+def format_statistics(findings: Sequence[Reported], as_json: bool = False) -> str:
+    """Counts per code, most frequent first, with the rule's summary (not one site's text)."""
+    counts: dict[str, list[int]] = {}
+    for f in findings:
+        entry = counts.setdefault(f.code, [0, 0])
+        entry[0] += 1
+        entry[1] += f.fixable
+    described = rule_descriptions()
+    ordered = sorted(counts.items(), key=lambda item: (-item[1][0], item[0]))
+    if as_json:
+        import json
+
+        rows = [
+            {
+                "code": code,
+                "count": count,
+                "fixable": fixable,
+                "summary": described.get(code, {}).get("short", code),
+            }
+            for code, (count, fixable) in ordered
+        ]
+        return json.dumps(rows, indent=2) + "\n"
+    width = max((len(str(c[0])) for _, c in ordered), default=1)
+    return "".join(
+        f"{count:>{width}}  {code}  {described.get(code, {}).get('short', code)}\n"
+        for code, (count, _) in ordered
+    )

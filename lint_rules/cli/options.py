@@ -29,22 +29,45 @@ def _jobs(value: str) -> int:
     return number
 
 
-def _default_jobs() -> int:
-    if hasattr(os, "sched_getaffinity"):
-        return max(1, len(os.sched_getaffinity(0)))
-    return max(1, os.cpu_count() or 1)
-
-
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("paths", nargs="+", metavar="PATH", help="files or directories")
+    common.add_argument(
+        "paths", nargs="+", metavar="PATH", help="files or directories; `-` reads stdin"
+    )
     common.add_argument(
         "--exclude",
         action="append",
+        default=None,
+        metavar="GLOB",
+        help="skip paths matching GLOB (repeatable, comma lists too); replaces `exclude` from "
+        "the config; a GLOB matches a file or directory name, or with a `/` the path from the cwd",
+    )
+    common.add_argument(
+        "--extend-exclude",
+        action="append",
         default=[],
         metavar="GLOB",
-        help="skip paths matching GLOB (repeatable; added to `exclude` from the config); "
-        "a GLOB matches a file or directory name, or with a `/` the path from the cwd",
+        help="like --exclude, but added to `exclude` from the config",
+    )
+    common.add_argument(
+        "--no-respect-gitignore",
+        dest="respect_gitignore",
+        action="store_false",
+        help="also walk what .gitignore, .ignore and .git/info/exclude ignore",
+    )
+    common.add_argument(
+        "--stdin-filename",
+        metavar="PATH",
+        help="with `-`: the path the source on stdin stands for (config, excludes, noqa, output)",
+    )
+    common.add_argument(
+        "--no-cache", action="store_true", help="neither read nor write the result cache"
+    )
+    common.add_argument(
+        "--cache-dir",
+        metavar="DIR",
+        help="where the result cache lives (default: $TE_MICROBATCH_LINT_CACHE_DIR, else "
+        "te-microbatch-lint in $XDG_CACHE_HOME or ~/.cache)",
     )
     common.add_argument(
         "--force-exclude",
@@ -57,7 +80,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=_jobs,
         default=None,
         metavar="N",
-        help="worker processes (default: all cores)",
+        help="worker processes (default: all cores, but only when the files to parse are "
+        "enough to pay for a process pool)",
     )
     common.add_argument(
         "--config",
@@ -133,6 +157,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--select", metavar="CODES", help="report only codes starting with these (comma list)"
     )
     check.add_argument("--ignore", metavar="CODES", help="do not report codes starting with these")
+    check.add_argument(
+        "--statistics",
+        action="store_true",
+        help="print the number of findings per code instead of the findings",
+    )
+    check.add_argument(
+        "--output-file", "-o", metavar="PATH", help="write the report to PATH instead of stdout"
+    )
     rule = commands.add_parser(
         "rule",
         help="explain a rule: why it matters and how to fix it",
@@ -163,6 +195,8 @@ class Configuration:
 
     resolver: ConfigResolver
     flag_excludes: tuple[ExcludePattern, ...]
+    replace_excludes: bool = False
+    """``--exclude`` was given: it replaces the configured ``exclude``."""
 
     @property
     def settings(self) -> Settings:
@@ -175,9 +209,13 @@ class Configuration:
         configured ``exclude``; ``extend-exclude`` always applies."""
         folder = os.path.dirname(os.path.abspath(path)) if is_dir else path
         settings = self.resolver.settings_for(folder)
-        globs = settings.extend_exclude if self.flag_excludes else settings.excludes
+        globs = settings.extend_exclude if self.replace_excludes else settings.excludes
         anchor = settings.root or os.getcwd()
         return (*self.flag_excludes, *(ExcludePattern(glob, anchor) for glob in globs))
+
+    def settings_of(self, path: str) -> Settings:
+        """The settings that apply to one file: the one call site for per-file settings."""
+        return self.resolver.settings_for(path)
 
 
 def configure(args: argparse.Namespace) -> Configuration:
@@ -200,7 +238,8 @@ def configure(args: argparse.Namespace) -> Configuration:
     for path in args.paths:
         resolver.settings_for(path)
     cwd = os.getcwd()
+    given = [*(args.exclude or ()), *args.extend_exclude]
     flag_excludes = tuple(
-        ExcludePattern(glob, cwd) for value in args.exclude for glob in split_list(value)
+        ExcludePattern(glob, cwd) for value in given for glob in split_list(value)
     )
-    return Configuration(resolver, flag_excludes)
+    return Configuration(resolver, flag_excludes, replace_excludes=args.exclude is not None)

@@ -1,26 +1,40 @@
-"""Per-file work (check, fix) run in order, in worker processes when asked, with progress.
+"""Per-file work (check, fix): read, prefilter, cache, then parse in order, in a pool if it pays.
 
-Each worker returns plain picklable data (``Outcome``); the core is imported only when a file
-is processed, libcst only by ``fixing`` (guard strategy), flake8 never.
+The run has two passes. The first reads every file in the main process and applies the core's
+byte prefilter (``analysis.mentions_flag``): a file that never spells the flag is done without
+being parsed, and a file whose result is in the cache (``cli.cache``) is done too. Only the rest
+is parsed, in worker processes when ``--jobs`` allows it and the bytes to parse are enough to
+pay for a pool (``POOL_MIN_BYTES``, measured in benchmarks/README.md), else in this process.
+Outcomes come back in the order of the files, whatever the number of jobs, one by one as they
+finish, so the text format streams. Each worker returns plain picklable data (``Outcome``);
+libcst is imported only by ``fixing`` (guard strategy), flake8 never.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, TextIO, TypeVar
+from typing import Any, Callable
 
 from lint_rules.findings import char_column, split_lines
-from lint_rules.settings import ConfigResolver
+from lint_rules.settings import Settings
 
-T = TypeVar("T")
+POOL_MIN_BYTES = 400_000
+"""Below this many bytes to parse, a process pool costs more than it saves (2-core machine:
+pool start-up and imports about 60 ms; parsing and analysis about 3 MB/s per core)."""
 
 
 @dataclass(frozen=True)
 class Reported:
-    """A finding as printed: flake8 columns (UTF-8 bytes, 1-based) and character columns."""
+    """A finding as printed: flake8 columns (UTF-8 bytes, 1-based) and character columns.
+
+    ``fingerprint`` identifies the finding by its code and the text of its line (and which
+    occurrence of that text it is), not by its line number, so that it survives edits above it.
+    ``applicability`` is the fix's (``"safe"``/``"unsafe"``), or None without a fix.
+    """
 
     path: str
     code: str
@@ -32,11 +46,17 @@ class Reported:
     char_column: int
     end_char_column: int
     fixable: bool
+    applicability: str | None = None
+    fingerprint: str = ""
 
 
 @dataclass(frozen=True)
 class Outcome:
-    """What processing one file gave; built in a worker process, so plain picklable data."""
+    """What processing one file gave; built in a worker process, so plain picklable data.
+
+    ``error_line``/``error_column`` locate a syntax error (1-based characters) when known.
+    ``digest`` is the cache key of the content read (empty when nothing was parsed).
+    """
 
     path: str
     findings: tuple[Reported, ...] = ()
@@ -45,16 +65,26 @@ class Outcome:
     fixed: int = 0
     notes: tuple[str, ...] = ()
     diff: str = ""
+    new_text: str | None = None
+    error_line: int | None = None
+    error_column: int | None = None
+    digest: str = ""
+    cacheable: bool = False
 
 
 @dataclass(frozen=True)
 class Job:
-    """Everything a worker needs besides the path (pickled once per chunk of files)."""
+    """Everything a worker needs besides the path and its settings (pickled once per chunk)."""
 
-    resolver: ConfigResolver
-    """Gives each file its settings (``settings_for(path)``); picklable, cached per directory."""
     disable_noqa: bool = False
-    mode: str = "check"  # check | write | diff | verify (fix --check without --diff)
+    mode: str = "check"  # check | write | diff | verify (fix --check without --diff) | stdout
+
+
+def content_digest(settings: Settings, disable_noqa: bool, raw: bytes) -> str:
+    """Cache key: the file's bytes and everything that can change its findings."""
+    digest = hashlib.blake2b(raw, digest_size=20)
+    digest.update(repr((settings, disable_noqa)).encode("utf-8", "backslashreplace"))
+    return digest.hexdigest()
 
 
 def _char_columns(text: str) -> Callable[[int, int], int]:
@@ -71,9 +101,22 @@ def _char_columns(text: str) -> Callable[[int, int], int]:
     return convert
 
 
+def _fingerprints(text: str, findings: Sequence[Any]) -> list[str]:
+    lines = split_lines(text)
+    seen: dict[tuple[str, str], int] = {}
+    prints = []
+    for f in findings:
+        content = " ".join(lines[f.line - 1].split()) if 0 < f.line <= len(lines) else ""
+        occurrence = seen[(f.code, content)] = seen.get((f.code, content), 0) + 1
+        key = f"{f.code}\0{content}\0{occurrence}".encode("utf-8", "backslashreplace")
+        prints.append(hashlib.blake2b(key, digest_size=16).hexdigest())
+    return prints
+
+
 def _reported(path: str, text: str, findings: Iterable[Any]) -> tuple[Reported, ...]:
     chars = _char_columns(text)
     ordered = sorted(findings, key=lambda f: f.sort_key)
+    prints = _fingerprints(text, ordered)
     return tuple(
         Reported(
             path=path,
@@ -86,29 +129,43 @@ def _reported(path: str, text: str, findings: Iterable[Any]) -> tuple[Reported, 
             char_column=chars(f.line, f.col) + 1,
             end_char_column=chars(f.end_line, f.end_col) + 1,
             fixable=f.fix is not None,
+            applicability=getattr(f.fix, "applicability", None) if f.fix else None,
+            fingerprint=fingerprint,
         )
-        for f in ordered
+        for f, fingerprint in zip(ordered, prints)
     )
 
 
-def _syntax_reason(error: SyntaxError) -> str:
+def _syntax_outcome(path: str, error: SyntaxError, digest: str = "") -> Outcome:
     where = f" (line {error.lineno}, column {error.offset})" if error.lineno else ""
-    return f"cannot parse: {error.msg}{where}"
+    return Outcome(
+        path,
+        error=f"cannot parse: {error.msg}{where}",
+        error_line=error.lineno or None,
+        error_column=error.offset or None,
+        digest=digest,
+        cacheable=bool(digest),
+    )
 
 
-def _guarded(work: Callable[[Job, str], Outcome]) -> Callable[[Job, str], Outcome]:
+Work = Callable[[Job, str, Settings, Any], Outcome]
+
+
+def _guarded(work: Work) -> Work:
     """Turn any failure on one file into that file's error, so that the run goes on."""
 
     @functools.wraps(work)
-    def run(job: Job, path: str) -> Outcome:
+    def run(job: Job, path: str, settings: Settings, source: Any = None) -> Outcome:
         from lint_rules.fileio import SourceError
 
         try:
-            return work(job, path)
+            return work(job, path, settings, source)
         except SourceError as error:
             return Outcome(path, error=error.reason)
         except SyntaxError as error:
-            return Outcome(path, error=_syntax_reason(error))
+            return _syntax_outcome(path, error)
+        except RecursionError:
+            return Outcome(path, error="internal error: RecursionError (please report this)")
         except Exception as error:  # a core bug on one file must not hide the others
             kind = type(error).__name__
             return Outcome(path, error=f"internal error: {kind}: {error} (please report this)")
@@ -117,38 +174,44 @@ def _guarded(work: Callable[[Job, str], Outcome]) -> Callable[[Job, str], Outcom
 
 
 @_guarded
-def check_file(job: Job, path: str) -> Outcome:
-    """Findings for one file, ``# noqa`` applied."""
+def check_file(job: Job, path: str, settings: Settings, source: Any = None) -> Outcome:
+    """Findings for one file, ``# noqa`` applied (``source``: already read, or None)."""
     from lint_rules.analysis import analyze_source
     from lint_rules.fileio import read_source
     from lint_rules.noqa import filter_noqa
 
-    source = read_source(path)
-    findings = analyze_source(source.text, job.resolver.settings_for(path))
+    source = source or read_source(path)
+    digest = content_digest(settings, job.disable_noqa, source.raw)
+    try:
+        findings = analyze_source(source.text, settings)
+    except SyntaxError as error:
+        return _syntax_outcome(path, error, digest)
     if findings:
         findings, _ = filter_noqa(findings, source.text, job.disable_noqa)
-    return Outcome(path, findings=_reported(path, source.text, findings))
+    reported = _reported(path, source.text, findings)
+    return Outcome(path, findings=reported, digest=digest, cacheable=True)
 
 
 @_guarded
-def fix_file(job: Job, path: str) -> Outcome:
+def fix_file(job: Job, path: str, settings: Settings, source: Any = None) -> Outcome:
     """Fix one file: write it (mode ``write``), or only say what would change."""
     from lint_rules.fileio import read_source, write_source_atomic
     from lint_rules.fixing import FixError, fix_source
 
-    source = read_source(path)
+    source = source or read_source(path)
     try:
-        settings = job.resolver.settings_for(path)
         result = fix_source(source.text, settings, disable_noqa=job.disable_noqa)
     except FixError as error:
         return Outcome(path, error=f"not fixed: {error}")
     notes = tuple(result.notes)
+    new_text = result.text if job.mode == "stdout" else None
     if not result.changed or result.text == source.text:
-        return Outcome(path, notes=notes)
+        return Outcome(path, notes=notes, new_text=new_text)
     diff = unified_diff(source.text, result.text, path) if job.mode == "diff" else ""
     if job.mode == "write":
         write_source_atomic(source, result.text)
-    return Outcome(path, changed=True, fixed=len(result.applied), notes=notes, diff=diff)
+    fixed = len(result.applied)
+    return Outcome(path, changed=True, fixed=fixed, notes=notes, diff=diff, new_text=new_text)
 
 
 def unified_diff(old: str, new: str, path: str) -> str:
@@ -173,37 +236,85 @@ def _worker_init() -> None:
     install_cleanup_handlers()
 
 
-def run_files(
-    work: Callable[[Job, str], Outcome], job: Job, files: Sequence[str], jobs: int
+def _task(work: Work, job: Job, item: tuple[str, Settings]) -> Outcome:
+    return work(job, item[0], item[1], None)
+
+
+@dataclass
+class Plan:
+    """The first pass: each file either done (an Outcome) or to parse (None)."""
+
+    files: list[str]
+    done: list[Outcome | None]
+    to_parse: list[tuple[str, Settings]]
+    bytes_to_parse: int
+
+
+def plan_files(
+    job: Job, files: Sequence[str], settings_of: Callable[[str], Settings], cache: Any = None
+) -> Plan:
+    """Read every file, apply the prefilter and the cache; what remains must be parsed."""
+    from lint_rules.analysis import mentions_flag
+    from lint_rules.fileio import SourceError, read_source
+
+    done: list[Outcome | None] = []
+    to_parse: list[tuple[str, Settings]] = []
+    size = 0
+    for path in files:
+        try:
+            source = read_source(path)
+        except SourceError as error:
+            done.append(Outcome(path, error=error.reason))
+            continue
+        if not mentions_flag(source.text):
+            text = source.text if job.mode == "stdout" else None
+            done.append(Outcome(path, new_text=text))
+            continue
+        hit = None
+        settings = settings_of(path)
+        if cache is not None and job.mode == "check":
+            hit = cache.get(content_digest(settings, job.disable_noqa, source.raw), path)
+        done.append(hit)
+        if hit is None:
+            to_parse.append((path, settings))
+            size += len(source.raw)
+    return Plan(list(files), done, to_parse, size)
+
+
+def pool_size(plan: Plan, jobs: int | None, cpus: int) -> int:
+    """Workers for the parse pass: ``--jobs`` when given, else all cores only if it pays."""
+    if len(plan.to_parse) <= 1:
+        return 1
+    if jobs is not None:
+        return min(jobs, len(plan.to_parse))
+    if plan.bytes_to_parse < POOL_MIN_BYTES:
+        return 1
+    return max(1, min(cpus, len(plan.to_parse)))
+
+
+def run_plan(work: Work, job: Job, plan: Plan, workers: int) -> Iterator[Outcome]:
+    """Outcomes in the order of the files, each as soon as it and those before it are done."""
+    parsed = _parse(work, job, plan.to_parse, workers)
+    for outcome in plan.done:
+        yield outcome if outcome is not None else next(parsed)
+
+
+def _parse(
+    work: Work, job: Job, files: Sequence[tuple[str, Settings]], workers: int
 ) -> Iterator[Outcome]:
-    """Outcomes in the order of ``files``, whatever ``jobs`` is."""
-    task = functools.partial(work, job)
-    if jobs <= 1 or len(files) <= 1:
+    task = functools.partial(_task, work, job)
+    if workers <= 1:
         yield from map(task, files)
         return
     from concurrent.futures import ProcessPoolExecutor
 
-    workers = min(jobs, len(files))
-    chunksize = max(1, min(32, len(files) // (workers * 8)))
+    chunksize = max(1, min(16, len(files) // (workers * 8)))
     initializer = _worker_init if job.mode == "write" else None
     with ProcessPoolExecutor(max_workers=workers, initializer=initializer) as pool:
         yield from pool.map(task, files, chunksize=chunksize)
 
 
-def _progress(items: Iterator[T], total: int, stream: TextIO | None) -> Iterator[T]:
-    """A one-line progress bar on ``stream`` (a terminal), erased when done."""
-    if stream is None:
-        yield from items
-        return
-    width = 30
-    step = max(1, total // 200)
-    try:
-        for done, item in enumerate(items, 1):
-            if done % step == 0 or done == total:
-                filled = width * done // total
-                stream.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} files")
-                stream.flush()
-            yield item
-    finally:
-        stream.write("\r" + " " * (width + 30) + "\r")
-        stream.flush()
+def default_cpus() -> int:
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)

@@ -1,0 +1,126 @@
+"""The result cache of ``check``: findings of parsed files, keyed by content, like ruff's.
+
+A file that passes the byte prefilter is parsed once per content: its findings (after
+``# noqa``) or its syntax error are stored under a hash of its bytes, its settings and
+``--disable-noqa`` (``running.content_digest``), in one JSON file per version of the linter's
+own code and per working directory, ``<cache dir>/<version>-<code hash>/<cwd hash>.json``. The
+code hash covers the size and mtime of every module of ``lint_rules``, so an edited or upgraded
+linter never reads old results. Paths are not part of the key: a moved or copied file hits too.
+Entries not used for 30 days are dropped when the file is written. The directory is
+``--cache-dir``, else ``$TE_MICROBATCH_LINT_CACHE_DIR``, else ``te-microbatch-lint`` in the
+user's cache directory (``$XDG_CACHE_HOME`` or ``~/.cache``), so nothing is written into the
+project; it holds a ``CACHEDIR.TAG``. ``--no-cache`` turns it off. A cache that cannot be read
+or written is ignored (the run is just not faster).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+import time
+from dataclasses import astuple, fields
+from typing import Any
+
+from lint_rules import __version__
+from lint_rules.cli.running import Outcome, Reported
+
+ENV_DIR = "TE_MICROBATCH_LINT_CACHE_DIR"
+MAX_AGE_S = 30 * 24 * 3600
+_FIELDS = [f.name for f in fields(Reported) if f.name != "path"]
+_TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# te-microbatch-lint result cache\n"
+
+
+def code_hash() -> str:
+    """The linter's own code, by module sizes and mtimes (cheap: a stat per module)."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    digest = hashlib.blake2b(__version__.encode(), digest_size=8)
+    for folder, dirs, names in sorted(os.walk(root)):
+        dirs.sort()
+        for name in sorted(names):
+            if name.endswith(".py"):
+                info = os.stat(os.path.join(folder, name))
+                digest.update(f"{folder}/{name}:{info.st_size}:{info.st_mtime_ns};".encode())
+    return digest.hexdigest()
+
+
+class ResultCache:
+    """Lookups during the run, one write at its end (atomic: a temporary file renamed)."""
+
+    def __init__(self, directory: str) -> None:
+        self.root = directory
+        self.directory = os.path.join(directory, f"{__version__}-{code_hash()}")
+        cwd = hashlib.blake2b(os.path.realpath(os.getcwd()).encode(), digest_size=8).hexdigest()
+        self.path = os.path.join(self.directory, f"{cwd}.json")
+        self.entries: dict[str, list[Any]] = {}
+        self.dirty = False
+        self.now = int(time.time())
+        with contextlib.suppress(OSError, ValueError):
+            with open(self.path, encoding="utf-8") as handle:
+                loaded = json.load(handle)
+            if isinstance(loaded, dict):
+                self.entries = loaded
+
+    def get(self, digest: str, path: str) -> Outcome | None:
+        entry = self.entries.get(digest)
+        if not isinstance(entry, list) or len(entry) != 3:
+            return None
+        used, error, rows = entry
+        try:
+            if error is not None:
+                return Outcome(path, error=error[0], error_line=error[1], error_column=error[2])
+            found = tuple(Reported(path, **dict(zip(_FIELDS, row))) for row in rows)
+        except (TypeError, IndexError):
+            return None
+        if self.now - used > 86400:
+            entry[0] = self.now
+            self.dirty = True
+        return Outcome(path, findings=found)
+
+    def put(self, outcome: Outcome) -> None:
+        if not (outcome.cacheable and outcome.digest):
+            return
+        error = None
+        if outcome.error is not None:
+            error = [outcome.error, outcome.error_line, outcome.error_column]
+        rows = [list(astuple(f))[1:] for f in outcome.findings]
+        self.entries[outcome.digest] = [self.now, error, rows]
+        self.dirty = True
+
+    def save(self) -> None:
+        if not self.dirty:
+            return
+        oldest = self.now - MAX_AGE_S
+        kept = {k: v for k, v in self.entries.items() if isinstance(v, list) and v[0] >= oldest}
+        with contextlib.suppress(OSError):
+            self._prepare()
+            fd, temp = tempfile.mkstemp(dir=self.directory, prefix=".", suffix=".tmp")
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                    json.dump(kept, handle, separators=(",", ":"))
+                os.replace(temp, self.path)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(temp)
+                raise
+
+    def _prepare(self) -> None:
+        os.makedirs(self.directory, exist_ok=True)
+        for name, text in ((".gitignore", "*\n"), ("CACHEDIR.TAG", _TAG)):
+            target = os.path.join(self.root, name)
+            if not os.path.exists(target):
+                with open(target, "w", encoding="utf-8") as handle:
+                    handle.write(text)
+
+
+def default_directory() -> str:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "te-microbatch-lint")
+
+
+def open_cache(no_cache: bool, directory: str | None) -> ResultCache | None:
+    if no_cache:
+        return None
+    return ResultCache(directory or os.environ.get(ENV_DIR) or default_directory())
