@@ -1,6 +1,6 @@
 """Three-leg resume check on the shared-layer model, unguarded and after the project's codemod.
 
-The model source is ``fixtures/runtime/shared_layer_model.py`` (unguarded). The codemod
+The model source is ``lint_rules/runtime/fixtures/shared_layer_model.py`` (unguarded). The codemod
 (``lint_rules.fixing.fix_source``) writes the fixed version into a temporary folder; each
 version is trained by ``lint_rules.runtime.resume`` in separate processes:
 
