@@ -73,9 +73,12 @@ class TEMicrobatchChecker:
                 isolated=bool(getattr(options, "isolated", False)), overrides=overrides
             )
             # Validated at load: the configuration of every path named (and of the cwd).
-            for path in [".", *(getattr(options, "filenames", None) or [])]:
+            # flake8 meets files in worker processes, where an error could only be a crash;
+            # so every configuration file under the paths named is checked now.
+            for path in getattr(options, "filenames", None) or ["."]:
                 if path != "-":
                     cls.resolver.settings_for(path)
+                    cls.resolver.check_tree(path)
         except SettingsError as error:
             _usage_error(str(error))
 

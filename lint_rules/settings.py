@@ -428,6 +428,9 @@ def find_pyproject(start: Path) -> Path | None:
         folder = parent
 
 
+_NOT_ENTERED = frozenset({"venv", "__pycache__", "node_modules", "build", "dist", "site-packages"})
+
+
 class ConfigResolver:
     """The settings of each file: the nearest configuration above it, then the flags.
 
@@ -483,6 +486,29 @@ class ConfigResolver:
         absolute = os.path.abspath(path)
         folder = absolute if os.path.isdir(absolute) else os.path.dirname(absolute)
         return self._folder_settings(folder)
+
+    def check_tree(self, root: str | Path) -> None:
+        """Read and check now every configuration file at or below ``root`` (a directory).
+
+        For a face that meets files one at a time, in worker processes (flake8): a bad file
+        below the paths named is then a usage error at load instead of a failure mid-run.
+        Hidden directories and the usual tool directories are not entered.
+        """
+        if self.isolated or self.config is not None or not os.path.isdir(root):
+            return
+        stack = [os.path.abspath(root)]
+        while stack:
+            folder = stack.pop()
+            self._folder_settings(folder)
+            try:
+                with os.scandir(folder) as entries:
+                    for entry in entries:
+                        if entry.name.startswith(".") or entry.name in _NOT_ENTERED:
+                            continue
+                        if entry.is_dir(follow_symlinks=False):
+                            stack.append(entry.path)
+            except OSError:
+                continue
 
     def config_file_for(self, path: str | Path) -> Path | None:
         """The configuration file that applies to ``path``, or None."""

@@ -143,6 +143,22 @@ def test_libcst_runner_bad_value(tmp_path: Path) -> None:
     assert (tmp_path / "model.py").read_text() == TE_FILE
 
 
+@pytest.mark.parametrize(
+    "command", [["te-microbatch-lint", "check"], ["flake8", "-j1"], ["flake8", "-j2"]]
+)
+def test_bad_config_below_the_paths_named(command: list[str], tmp_path: Path) -> None:
+    """Found by discovery (the CLI) or checked at load (flake8, whose workers could only crash)."""
+    config = write(tmp_path / "sub" / "pyproject.toml", "[tool.te-microbatch-lint]\nexclude = 5\n")
+    write(tmp_path / "sub" / "model.py", TE_FILE)
+    write(tmp_path / "top.py", TE_FILE)
+    if command[0] == "flake8":
+        done = flake8(*command[1:], "--select", "TEM", ".", cwd=tmp_path)
+    else:
+        done = te_lint(*command[1:], ".", cwd=tmp_path)
+    assert_one_line_error(done, "exclude", str(config))
+    assert done.stdout == ""
+
+
 # ------------------------------------------------------------------------ found per file
 
 
