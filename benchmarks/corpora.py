@@ -60,6 +60,24 @@ CORPORA: dict[str, CorpusSpec] = {
     "transformer-engine": TRANSFORMER_ENGINE,
 }
 
+# Released code the real-code acceptance tests pin (tests/test_real_code.py); not benchmarked.
+# The megatron-core wheels of these releases are CPython 3.11 builds (any registry client on
+# another interpreter still downloads them with --python-version).
+ACCEPTANCE: dict[str, CorpusSpec] = {
+    spec.key: spec
+    for spec in (
+        MEGATRON_CORE,
+        CorpusSpec("megatron-core", "0.8.0", python_version="3.11", package_dir="megatron"),
+        CorpusSpec("megatron-core", "0.10.0", python_version="3.11", package_dir="megatron"),
+        CorpusSpec("megatron-core", "0.14.0", python_version="3.11", package_dir="megatron"),
+        CorpusSpec("megatron-bridge", "0.6.2", python_version="3.12", package_dir="megatron"),
+        CorpusSpec("nemo_toolkit", "1.23.0", package_dir="nemo"),
+        CorpusSpec("transformer-engine", "1.13.0", package_dir="transformer_engine"),
+        TRANSFORMER_ENGINE,
+    )
+}
+"""Keyed ``name-version``."""
+
 
 class CorpusUnavailable(RuntimeError):
     """The registry could not be reached (or the wheel could not be fetched) within the timeout."""
@@ -208,7 +226,7 @@ def count_lines(paths: list[Path]) -> tuple[int, int]:
 
 
 if __name__ == "__main__":  # python benchmarks/corpora.py: fetch everything, print where it is
-    for corpus in CORPORA.values():
+    for corpus in {**CORPORA, **ACCEPTANCE}.values():
         where = fetch_corpus(corpus)
         files = python_files(where)
         n_lines, n_bytes = count_lines(files)

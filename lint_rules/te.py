@@ -59,3 +59,21 @@ def te_rejecting_name(qualified_name: str) -> str | None:
     if qualified_name.startswith(TE_OPS_PACKAGE + ".") or last in TE_REJECTING:
         return last
     return None
+
+
+FORWARDERS: dict[str, str] = {
+    "torch.utils.checkpoint.checkpoint": "checkpoint",
+    "transformer_engine.pytorch.distributed.checkpoint": "te_checkpoint",
+    "transformer_engine.pytorch.checkpoint": "te_checkpoint",
+    "functools.partial": "partial",
+}
+"""Callables that call their first argument with the rest of their arguments (and keywords):
+``checkpoint(function, *args, **kwargs)``; ``partial`` binds them for a later call. TE's
+also takes the legacy positional form ``checkpoint(function, distribute_saved_activations,
+get_rng_state_tracker, tp_group, *args)``."""
+
+TE_CHECKPOINT_LEGACY_ARGS = 3
+"""Positional arguments TE's checkpoint consumes itself in its legacy form."""
+
+PASS_THROUGH: frozenset[str] = frozenset({"torch.compile", "torch.jit.script"})
+"""Wrappers that return a callable module equivalent to their first argument."""

@@ -11,12 +11,13 @@ only for functions that contain a candidate call, which keeps the cost near ``as
 from __future__ import annotations
 
 import ast
+import re
 import warnings
 
 from lint_rules.analysis.core import Analysis
 from lint_rules.findings import Finding
 from lint_rules.settings import DEFAULT_SETTINGS, Settings
-from lint_rules.te import FLAG
+from lint_rules.te import FLAG, FLAG_POSITION, TE_ROOT
 
 __all__ = ["Analysis", "analyze_source", "analyze_tree", "mentions_flag"]
 
@@ -36,9 +37,26 @@ def analyze_tree(
     return Analysis(tree, settings, source, fixes).run()
 
 
+_TE_IMPORT = re.compile(r"^[ \t]*(?:from|import)[ \t]+transformer_engine\b", re.MULTILINE)
+_TE_CLASS_WORDS = tuple(
+    sorted({name.replace("LayerNorm", "").replace("Grouped", "") for name in FLAG_POSITION})
+)
+"""Every TE class that takes the flag contains one of these (Linear, MLP, ...)."""
+
+
 def mentions_flag(text: str) -> bool:
-    """The byte prefilter: files that never spell the flag cannot have a finding."""
-    return FLAG in text
+    """The byte prefilter: only files that spell the flag, or that import TE and name a class
+    that takes it (a positional flag may be named anything), can have a finding.
+
+    Every other file costs a byte search or two and is never parsed.
+    """
+    if FLAG in text:
+        return True
+    return (
+        TE_ROOT in text
+        and any(word in text for word in _TE_CLASS_WORDS)
+        and _TE_IMPORT.search(text) is not None
+    )
 
 
 def analyze_source(

@@ -81,13 +81,16 @@ def check_call(a: Analysis, call: ast.Call, ctx: Context) -> None:
     if isinstance(callee, TERejects):
         tem004_rejected(a, call, callee, keyword, splats)
         return
+    via = callee.via if isinstance(callee, (TEModule, Unresolved)) else ""
+    func = call.args[0] if via else call.func
+    through = f" through `{via}`" if via else ""
     if isinstance(callee, TEModule):
-        target = callee_text(describe(call.func), callee.cls)
+        target = callee_text(describe(func), callee.cls or None) + through
         index = None if keyword is not None else flag_index(call, callee.cls, callee.shift)
     elif isinstance(callee, Unresolved) and (keyword is not None or splats):
         if a.settings.unresolved != "report":
             return
-        target = callee_text(describe(call.func), resolved=False)
+        target = callee_text(describe(func), resolved=False) + through
         index = None
     else:
         return  # not TE, or positional arguments of an unresolved callee (no class, no TEM002)
@@ -124,7 +127,7 @@ def tem001_keyword(a: Analysis, site: FlagCall) -> None:
     """TEM001: ``is_first_microbatch=<value>`` to a TE module, value neither None nor tracked."""
     assert site.keyword is not None
     value = site.keyword.value
-    if site.guarded or a.tracker.is_tracked(value, site.scope):
+    if site.guarded or a.tracker.is_tracked(value, site.scope, loops=site.ctx.loops):
         return
     fix = a.fixes.value_fix(value, site.scope, site.repeated, site.callee)
     a.report("TEM001", site.keyword, site.target, fix)
@@ -133,7 +136,7 @@ def tem001_keyword(a: Analysis, site: FlagCall) -> None:
 def tem002_positional(a: Analysis, site: FlagCall) -> None:
     """TEM002: the flag passed positionally to a TE module of known class, not tracked."""
     assert site.index is not None and site.value is not None
-    if site.guarded or a.tracker.is_tracked(site.value, site.scope):
+    if site.guarded or a.tracker.is_tracked(site.value, site.scope, loops=site.ctx.loops):
         return
     fix = a.fixes.positional_fix(site.call, site.index, site.scope, site.repeated, site.callee)
     a.report("TEM002", site.value, site.target, fix)
@@ -172,7 +175,7 @@ def tem003_mapping(a: Analysis, site: FlagCall, mapping: ast.expr) -> None:
         if (
             site.guarded
             or a.tracker.branches_guarded(branches, where)
-            or a.tracker.is_tracked(value, where)
+            or a.tracker.is_tracked(value, where, loops=site.ctx.loops if where is scope else ())
         ):
             continue
         a.reported_keys.add(id(node))

@@ -35,7 +35,7 @@ class Analysis:
         self.symbols = ModuleSymbols(tree)
         self.resolver = Resolver(self.symbols)
         guards = tuple(dict.fromkeys((*settings.guard_functions, settings.guard_import)))
-        self.tracker = Tracker(self.symbols, guards)
+        self.tracker = Tracker(self.symbols, guards, settings.tracked_functions)
         self.fixes: FixBuilder | NoFixes = (
             FixBuilder(self.symbols, settings, source) if fixes else NoFixes()
         )

@@ -51,6 +51,19 @@ def target_names(target: ast.expr) -> Iterator[ast.Name]:
         yield from target_names(target.value)
 
 
+def target_paths(
+    target: ast.expr, path: tuple[int, ...] | None = ()
+) -> Iterator[tuple[ast.Name, tuple[int, ...] | None]]:
+    """The names a target binds, each with its position in nested tuples (None after ``*``)."""
+    if isinstance(target, ast.Name):
+        yield target, path
+    elif isinstance(target, (ast.Tuple, ast.List)):
+        for index, elt in enumerate(target.elts):
+            yield from target_paths(elt, None if path is None else (*path, index))
+    elif isinstance(target, ast.Starred):
+        yield from target_paths(target.value, None)
+
+
 def statements(body: Sequence[ast.stmt]) -> Iterator[ast.stmt]:
     """Every statement of a body, through compound statements but not into nested scopes.
 
@@ -80,7 +93,9 @@ class Binding:
     value: ast.expr | None
     branches: tuple[Branch, ...]
     qualname: str = ""
-    definition: ast.ClassDef | None = None
+    definition: ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef | None = None
+    path: tuple[int, ...] | None = ()
+    """For "for" and "unpack": where the name sits in the target (``for i, x in ...``: (1,))."""
 
 
 @dataclass
@@ -164,7 +179,7 @@ class _ScopeCollector:
 
     def stmt(self, stmt: ast.stmt, branches: tuple[Branch, ...]) -> None:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            self.bind(stmt.name, Binding("def", None, branches))
+            self.bind(stmt.name, Binding("def", None, branches, definition=stmt))
             return
         if isinstance(stmt, ast.ClassDef):
             self.bind(stmt.name, Binding("class", None, branches, definition=stmt))
@@ -183,8 +198,8 @@ class _ScopeCollector:
             for name in target_names(stmt.target):
                 self.bind(name.id, Binding("aug", stmt.value, branches))
         elif isinstance(stmt, (ast.For, ast.AsyncFor)):
-            for name in target_names(stmt.target):
-                self.bind(name.id, Binding("for", stmt.iter, branches))
+            for name, path in target_paths(stmt.target):
+                self.bind(name.id, Binding("for", stmt.iter, branches, path=path))
         elif isinstance(stmt, (ast.With, ast.AsyncWith)):
             for item in stmt.items:
                 if item.optional_vars is not None:
@@ -223,8 +238,8 @@ class _ScopeCollector:
         if isinstance(target, ast.Name):
             self.bind(target.id, Binding("assign", value, branches))
         elif isinstance(target, (ast.Tuple, ast.List)):
-            for name in target_names(target):
-                self.bind(name.id, Binding("unpack", value, branches))
+            for name, path in target_paths(target):
+                self.bind(name.id, Binding("unpack", value, branches, path=path))
         elif (
             isinstance(target, ast.Subscript)
             and isinstance(target.value, ast.Name)
@@ -264,48 +279,94 @@ class _ScopeCollector:
 
 @dataclass
 class ClassInfo:
-    """A class defined in the file: its methods and the attributes its methods assign."""
+    """A class defined in the file: its methods and what its methods store on ``self``."""
 
     node: ast.ClassDef
-    methods: set[str]
+    methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef]
+    properties: set[str]
     attributes: dict[str, list[tuple[ast.expr, FunctionNode]]]
+    """``self.x = value`` in a method: the values of ``x``, each with its method."""
+    additions: dict[str, list[tuple[str, ast.expr, FunctionNode]]]
+    """``self.x.append(v)`` / ``.extend(vs)`` / ``self.x[k] = v``: what goes into ``x``."""
     class_attributes: dict[str, ast.expr]
+    annotations: dict[str, ast.expr]
+    """``x: T`` in the class body or ``self.x: T = ...`` in a method: the declared type."""
+
+
+_PROPERTY_DECORATORS = frozenset({"property", "cached_property"})
+_ADDERS = {"append": "item", "add": "item", "insert": "item", "extend": "items"}
+
+
+def _decorator_names(node: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    return {
+        d.id if isinstance(d, ast.Name) else d.attr
+        for d in node.decorator_list
+        if isinstance(d, (ast.Name, ast.Attribute))
+    }
+
+
+def _self_attr(node: ast.expr, self_name: str) -> str | None:
+    if (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == self_name
+    ):
+        return node.attr
+    return None
 
 
 def _class_info(node: ast.ClassDef) -> ClassInfo:
-    methods: set[str] = set()
-    attributes: dict[str, list[tuple[ast.expr, FunctionNode]]] = {}
-    class_attributes: dict[str, ast.expr] = {}
+    info = ClassInfo(node, {}, set(), {}, {}, {}, {})
     for stmt in node.body:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            methods.add(stmt.name)
+            decorators = _decorator_names(stmt)
+            if stmt.name not in info.methods or not decorators & {"setter", "deleter"}:
+                info.methods[stmt.name] = stmt
+            if decorators & _PROPERTY_DECORATORS:
+                info.properties.add(stmt.name)
             args = stmt.args.posonlyargs + stmt.args.args
-            if not args:
-                continue
-            self_name = args[0].arg
-            for sub in statements(stmt.body):
-                if isinstance(sub, (ast.Assign, ast.AnnAssign)):
-                    targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target]
-                    if sub.value is None:
-                        continue
-                    for target in targets:
-                        if (
-                            isinstance(target, ast.Attribute)
-                            and isinstance(target.value, ast.Name)
-                            and target.value.id == self_name
-                        ):
-                            attributes.setdefault(target.attr, []).append((sub.value, stmt))
+            if args:
+                _collect_self_stores(info, stmt, args[0].arg)
         elif isinstance(stmt, ast.Assign):
             for target in stmt.targets:
                 if isinstance(target, ast.Name):
-                    class_attributes[target.id] = stmt.value
+                    info.class_attributes[target.id] = stmt.value
+        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+            if stmt.value is not None:
+                info.class_attributes[stmt.target.id] = stmt.value
+            info.annotations[stmt.target.id] = stmt.annotation
+    return info
+
+
+def _collect_self_stores(
+    info: ClassInfo, method: ast.FunctionDef | ast.AsyncFunctionDef, self_name: str
+) -> None:
+    for sub in statements(method.body):
+        if isinstance(sub, (ast.Assign, ast.AnnAssign)):
+            if sub.value is None:
+                continue
+            targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target]
+            for target in targets:
+                attr = _self_attr(target, self_name)
+                if attr is not None:
+                    info.attributes.setdefault(attr, []).append((sub.value, method))
+                    if isinstance(sub, ast.AnnAssign):
+                        info.annotations[attr] = sub.annotation
+                elif isinstance(target, ast.Subscript):
+                    attr = _self_attr(target.value, self_name)
+                    if attr is not None:
+                        info.additions.setdefault(attr, []).append(("item", sub.value, method))
         elif (
-            isinstance(stmt, ast.AnnAssign)
-            and isinstance(stmt.target, ast.Name)
-            and stmt.value is not None
+            isinstance(sub, ast.Expr)
+            and isinstance(sub.value, ast.Call)
+            and isinstance(sub.value.func, ast.Attribute)
+            and sub.value.func.attr in _ADDERS
+            and sub.value.args
         ):
-            class_attributes[stmt.target.id] = stmt.value
-    return ClassInfo(node, methods, attributes, class_attributes)
+            attr = _self_attr(sub.value.func.value, self_name)
+            if attr is not None:
+                how = _ADDERS[sub.value.func.attr]
+                info.additions.setdefault(attr, []).append((how, sub.value.args[-1], method))
 
 
 # --------------------------------------------------------------------------------------------
@@ -321,8 +382,10 @@ class ModuleSymbols:
     def __init__(self, tree: ast.Module) -> None:
         self.alias_choices: dict[str, list[str]] = {}
         """Every module a module-level name may be imported from (``try``/``if`` picks one)."""
-        self.functions: set[str] = set()
+        self.functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
         self.classes: dict[str, ast.ClassDef] = {}
+        self.star_modules: list[str] = []
+        """Modules imported with ``from M import *``."""
         self.assigns: dict[str, list[ast.expr]] = {}
         self._class_info: dict[ast.ClassDef, ClassInfo] = {}
         self._scopes: dict[FunctionNode, Scope] = {}
@@ -348,8 +411,10 @@ class ModuleSymbols:
             for alias in stmt.names:
                 if alias.name != "*":
                     self._alias(alias.asname or alias.name, f"{module}.{alias.name}")
+                elif module not in self.star_modules:
+                    self.star_modules.append(module)
         elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            self.functions.add(stmt.name)
+            self.functions[stmt.name] = stmt
         elif isinstance(stmt, ast.ClassDef):
             self.classes[stmt.name] = stmt
         elif isinstance(stmt, ast.Assign):

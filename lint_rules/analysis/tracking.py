@@ -10,18 +10,36 @@ from __future__ import annotations
 import ast
 from collections.abc import Sequence
 
-from lint_rules.analysis.symbols import Branch, ModuleSymbols, Scope, dotted, is_none
+from lint_rules.analysis.symbols import (
+    Branch,
+    ModuleSymbols,
+    Scope,
+    dotted,
+    is_none,
+    target_names,
+)
+from lint_rules.analysis.walk import loop_runs_backward, loop_steps_optimizer
 
 
 class Tracker:
-    """Answer "is this guarded / tracked?" for one file, given the guard function names."""
+    """Answer "is this guarded / tracked?" for one file, given the guard function names and
+    the project's functions that return a tracked flag."""
 
-    def __init__(self, symbols: ModuleSymbols, guards: Sequence[str]) -> None:
+    def __init__(
+        self, symbols: ModuleSymbols, guards: Sequence[str], tracked: Sequence[str] = ()
+    ) -> None:
         self.symbols = symbols
         self.guards = tuple(guards)
+        self.tracked_functions = tuple(tracked)
+        self._microbatch_loops: dict[int, bool] = {}
 
     def is_guard_call(self, node: ast.expr, scope: Scope | None) -> bool:
-        if not isinstance(node, ast.Call):
+        return self.calls_one_of(node, scope, self.guards)
+
+    def calls_one_of(self, node: ast.expr, scope: Scope | None, names: Sequence[str]) -> bool:
+        """Is ``node`` a call of one of ``names`` (matched on the resolved dotted name, or
+        its last part for a name without a dot)?"""
+        if not names or not isinstance(node, ast.Call):
             return False
         spelled = dotted(node.func)
         if spelled is None:
@@ -37,7 +55,7 @@ class Tracker:
             qual = imported[0] + ("." + rest if rest else "")
         elif owner is None and head in alias_choices:
             qual = alias_choices[head][0] + ("." + rest if rest else "")
-        for guard in self.guards:
+        for guard in names:
             if "." in guard:
                 if (
                     qual == guard
@@ -83,19 +101,28 @@ class Tracker:
         return any(self.implies_guard(test, outcome, scope) for test, outcome in branches)
 
     def is_tracked(
-        self, value: ast.expr, scope: Scope | None, seen: set[str] | None = None
+        self,
+        value: ast.expr,
+        scope: Scope | None,
+        seen: set[str] | None = None,
+        loops: Sequence[ast.AST] = (),
     ) -> bool:
-        """Is this flag value safe to pass to TE (None, a parameter, or guarded)?"""
+        """Is this flag value safe to pass to TE (None, a parameter, guarded, re-armed by
+        construction every step)? ``loops``: the loops around the call, in its function."""
         if is_none(value):
             return True
         if isinstance(value, ast.IfExp):
             body_ok = self.implies_guard(value.test, True, scope) or self.is_tracked(
-                value.body, scope, seen
+                value.body, scope, seen, loops
             )
             else_ok = self.implies_guard(value.test, False, scope) or self.is_tracked(
-                value.orelse, scope, seen
+                value.orelse, scope, seen, loops
             )
             return body_ok and else_ok
+        if self.calls_one_of(value, scope, self.tracked_functions):
+            return True  # the project re-arms it every step (option tracked-functions)
+        if self.microbatch_index_test(value, loops):
+            return True
         if isinstance(value, ast.Name) and scope is not None:
             seen = seen if seen is not None else set()
             if value.id in seen:
@@ -109,12 +136,57 @@ class Tracker:
             if not bindings:
                 return False
             seen = seen | {value.id}
+            inner_loops = loops if owner is scope else ()
             for binding in bindings:
                 if self.branches_guarded(binding.branches, owner):
                     continue
                 if binding.how != "assign" or binding.value is None:
                     return False
-                if not self.is_tracked(binding.value, owner, seen):
+                if not self.is_tracked(binding.value, owner, seen, inner_loops):
                     return False
             return True
         return False
+
+    def microbatch_index_test(self, value: ast.expr, loops: Sequence[ast.AST]) -> bool:
+        """``i == 0`` where ``i`` is the index of an enclosing loop that runs the microbatches
+        of one step (its body runs backward, not the optimizer step): true on the first
+        microbatch of every step, so it is tracked by construction. The index of a loop that
+        also steps the optimizer is true once per process (the resume bug): not tracked."""
+        name = _first_index_name(value)
+        if name is None:
+            return False
+        for loop in reversed(loops):
+            if isinstance(loop, (ast.For, ast.AsyncFor)) and name in {
+                n.id for n in target_names(loop.target)
+            }:
+                return self._is_microbatch_loop(loop)
+        return False
+
+    def _is_microbatch_loop(self, loop: ast.AST) -> bool:
+        known = self._microbatch_loops.get(id(loop))
+        if known is None:
+            known = loop_runs_backward(loop) and not loop_steps_optimizer(loop)
+            self._microbatch_loops[id(loop)] = known
+        return known
+
+
+def _first_index_name(value: ast.expr) -> str | None:
+    """The ``i`` of ``i == 0``, ``0 == i``, ``i < 1``, ``i <= 0`` or ``not i``."""
+    if isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.Not):
+        return value.operand.id if isinstance(value.operand, ast.Name) else None
+    if not (isinstance(value, ast.Compare) and len(value.ops) == 1):
+        return None
+    left, op, right = value.left, value.ops[0], value.comparators[0]
+    if isinstance(right, ast.Name) and isinstance(left, ast.Constant):
+        left, right = right, left
+        op = {ast.Gt: ast.Lt(), ast.GtE: ast.LtE()}.get(type(op), op)
+    if not (isinstance(left, ast.Name) and isinstance(right, ast.Constant)):
+        return None
+    bound = right.value
+    if isinstance(bound, bool) or not isinstance(bound, int):
+        return None
+    if (isinstance(op, ast.Eq) and bound == 0) or (isinstance(op, ast.LtE) and bound == 0):
+        return left.id
+    if isinstance(op, ast.Lt) and bound == 1:
+        return left.id
+    return None

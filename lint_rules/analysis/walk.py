@@ -7,7 +7,7 @@ it, the loops around it, and which arm of an ``if``/``try`` it sits in (for TEM0
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 from lint_rules.analysis.symbols import Branch, FunctionNode, target_names
@@ -86,15 +86,26 @@ def loop_bound_names(loop: ast.AST) -> set[str]:
     return names
 
 
-def loop_runs_backward(loop: ast.AST) -> bool:
-    """A loop that also calls ``.backward()`` is a microbatch loop, not a shared module."""
+def _called_names(loop: ast.AST) -> Iterator[str]:
     for stmt in getattr(loop, "body", ()):
         for node in ast.walk(stmt):
             if isinstance(node, ast.Call):
                 func = node.func
-                name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-                if "backward" in name:  # .backward(), torch.autograd.backward, backward_step
-                    return True
+                yield func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+
+
+def loop_runs_backward(loop: ast.AST) -> bool:
+    """A loop that also calls ``.backward()`` is a microbatch loop, not a shared module."""
+    # .backward(), torch.autograd.backward, backward_step
+    return any("backward" in name for name in _called_names(loop))
+
+
+def loop_steps_optimizer(loop: ast.AST) -> bool:
+    """A loop whose body steps the optimizer (``optimizer.step()``, ``zero_grad``...)."""
+    for name in _called_names(loop):
+        lowered = name.lower()
+        if lowered in ("step", "zero_grad") or ("optim" in lowered and "step" in lowered):
+            return True
     return False
 
 
@@ -148,6 +159,14 @@ class Walker:
                 self.walk(handler, ctx.exclusive(node, index))
             self.walk_body(node.orelse, ctx.exclusive(node, 0))  # type: ignore[attr-defined]
             self.walk_body(node.finalbody, ctx)  # type: ignore[attr-defined]
+            return
+        if isinstance(node, getattr(ast, "Match", ())):
+            self.walk(node.subject, ctx)  # type: ignore[attr-defined]
+            for index, case in enumerate(node.cases):  # type: ignore[attr-defined]
+                arm = ctx.exclusive(node, index)  # at most one arm runs, as with if/elif
+                if case.guard is not None:
+                    self.walk(case.guard, arm)
+                self.walk_body(case.body, arm)
             return
         if isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
             head = node.iter if not isinstance(node, ast.While) else node.test

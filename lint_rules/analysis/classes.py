@@ -1,0 +1,164 @@
+"""Classes defined in the file: their lineage, TE bases, and what ``self.x`` holds.
+
+A class is a TE module when a base (through in-file classes) is a TE module class. Attributes
+are what any method assigns to ``self.x`` (or adds to it: ``self.x.append(v)``), class
+attributes, declared annotations, or a ``@property``'s return value; a plain method is a
+method (calling it is not a TE call; its result is what it returns).
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING
+
+from lint_rules.analysis.kinds import NOT_TE, PENDING, UNKNOWN, Kind, join, te_instance, unknown
+from lint_rules.te import TE_ROOT
+
+if TYPE_CHECKING:
+    from lint_rules.analysis.resolve import Resolver
+
+_NON_TE_BASE_PREFIXES = ("torch.", "builtins.", "typing.", "abc.", "enum.", "dataclasses.")
+
+
+class Classes:
+    """Answers about in-file classes, memoised; resolution of bases goes through ``resolver``."""
+
+    def __init__(self, resolver: Resolver) -> None:
+        self.resolver = resolver
+        self.symbols = resolver.symbols
+        self._lineage: dict[int, list[ast.ClassDef]] = {}
+        self._attributes: dict[tuple[int, str], Kind] = {}
+
+    def lineage(self, node: ast.ClassDef) -> list[ast.ClassDef]:
+        """The class and its ancestors defined in this file, nearest first, each once."""
+        found = self._lineage.get(id(node))
+        if found is None:
+            found = []
+            self._lineage[id(node)] = found  # a class that derives from itself stops here
+            pending = [node]
+            while pending:
+                current = pending.pop(0)
+                if any(current is seen for seen in found):
+                    continue
+                found.append(current)
+                for base in current.bases:
+                    kind = self.resolver.resolve(base, None)
+                    if kind.tag == "class" and isinstance(kind.node, ast.ClassDef):
+                        pending.append(kind.node)
+        return found
+
+    def outside_bases(self, node: ast.ClassDef) -> list[Kind]:
+        """What the lineage's bases that are not in-file classes resolve to."""
+        resolve = self.resolver.resolve
+        kinds = (resolve(base, None) for cls in self.lineage(node) for base in cls.bases)
+        return [kind for kind in kinds if kind.tag != "class"]
+
+    def te_base(self, node: ast.ClassDef) -> str | None:
+        """The TE module class this in-file class derives from, if any."""
+        return next((k.name for k in self.outside_bases(node) if k.tag == "te_class"), None)
+
+    def foreign_base(self, node: ast.ClassDef) -> str | None:
+        """A base imported from a module we cannot see (maybe a TE subclass), if any."""
+        for kind in self.outside_bases(node):
+            if kind.tag == "unknown":
+                return "a base that is not resolved"
+            if (
+                kind.tag == "qualname"
+                and not kind.name.startswith(_NON_TE_BASE_PREFIXES)
+                and not kind.name.startswith(TE_ROOT + ".")
+            ):
+                return f"a base `{kind.name}` defined outside the file"
+        return None
+
+    def defines(self, node: ast.ClassDef, method: str) -> bool:
+        return any(method in self.symbols.class_info(cls).methods for cls in self.lineage(node))
+
+    def instance(self, node: ast.ClassDef) -> Kind:
+        """An instance of the in-file class ``node``."""
+        te = self.te_base(node)
+        if te is not None:
+            overridden = self.defines(node, "forward")
+            return Kind("te_instance", "" if overridden else te, node=node)
+        foreign = self.foreign_base(node)
+        if foreign:
+            return unknown(f"an instance of `{node.name}`, which has {foreign}")
+        return Kind("local_instance", node.name, node=node)
+
+    def class_attribute(self, node: ast.ClassDef, attr: str) -> Kind:
+        """``Cls.attr`` on an in-file class."""
+        if attr == "forward":
+            te = self.te_base(node)
+            if te and not self.defines(node, "forward"):
+                return Kind("unbound", te)
+            if self.foreign_base(node) and not self.defines(node, "forward"):
+                return unknown(f"`{node.name}.forward` comes from a base outside the file")
+        return NOT_TE if self.defines(node, attr) else UNKNOWN
+
+    def self_attribute(self, cls: ast.ClassDef, attr: str) -> Kind:
+        """``self.attr``: a method, a property's value, or what the class's methods store."""
+        key = (id(cls), attr)
+        cached = self._attributes.get(key)
+        if cached is not None:
+            if cached.tag == "pending":
+                self.resolver.pending_hits += 1
+            return cached
+        self._attributes[key] = PENDING  # a cycle through this attribute contributes nothing
+        before = self.resolver.pending_hits
+        result = self._self_attribute(cls, attr)
+        if self.resolver.pending_hits == before or result.tag == "pending":
+            self._attributes[key] = result if result.tag != "pending" else UNKNOWN
+        else:
+            del self._attributes[key]  # computed while another value was pending: not final
+        return result
+
+    def _self_attribute(self, cls: ast.ClassDef, attr: str) -> Kind:
+        resolver = self.resolver
+        for owner in self.lineage(cls):
+            info = self.symbols.class_info(owner)
+            if attr in info.properties:
+                return resolver.returns(info.methods[attr], None, owner)
+            if attr in info.methods:
+                return Kind("method", attr, node=info.methods[attr], owner=owner)
+            kinds = [
+                resolver.resolve(value, self.symbols.scope(method, None, owner))
+                for value, method in info.attributes.get(attr, [])
+            ]
+            if attr in info.class_attributes:
+                kinds.append(resolver.resolve(info.class_attributes[attr], None))
+            added = info.additions.get(attr)
+            if added:
+                kinds.append(self._added(owner, added))
+            if attr in info.annotations:  # a declared type says what any value is
+                declared = resolver.instance_of(resolver.annotation(info.annotations[attr]))
+                if declared.tag != "unknown" or not kinds:
+                    return declared
+            if kinds:
+                return join(kinds)
+        if attr == "forward":
+            te = self.te_base(cls)
+            if te:
+                return Kind("te_instance", te, node=cls)
+        return unknown(f"`{attr}` is not set in the class")
+
+    def _added(self, owner: ast.ClassDef, added: list[tuple[str, ast.expr, ast.AST]]) -> Kind:
+        resolver = self.resolver
+        elements = []
+        for how, value, method in added:
+            scope = self.symbols.scope(method, None, owner)  # type: ignore[arg-type]
+            kind = resolver.resolve(value, scope)
+            elements.append(kind if how == "item" else resolver.element_of(kind))
+        return Kind("container", element=join(elements))
+
+    def super_kind(self, cls: ast.ClassDef) -> Kind:
+        """``super()`` (its ``forward``) inside ``cls``."""
+        te = self.te_base(cls)
+        if te:
+            # An in-file ancestor's own forward runs first: its signature, not TE's, decides
+            # where a positional flag goes, so the class is left unknown (no TEM002).
+            ancestors = self.lineage(cls)[1:]
+            overridden = any("forward" in self.symbols.class_info(c).methods for c in ancestors)
+            return te_instance("" if overridden else te)
+        foreign = self.foreign_base(cls)
+        if foreign:
+            return unknown(f"`{cls.name}` has {foreign}")
+        return NOT_TE

@@ -1,0 +1,143 @@
+"""The values resolution works with: ``Kind`` for any expression, ``Callee`` for a call's function.
+
+``Callee`` is the small typed answer the rules and fix building get: a TE module (of a known
+class or not), a TE callable that rejects the flag, not TE, or unresolved (with why).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Union
+
+if TYPE_CHECKING:
+    from lint_rules.analysis.symbols import Scope
+
+# --------------------------------------------------------------------------------------------
+# The typed answer for a callee
+
+
+@dataclass(frozen=True)
+class TEModule:
+    """A TE module's forward.
+
+    ``cls`` is the TE class ("" when it cannot be told which one); ``shift`` moves the flag's
+    positional index (1 for the unbound ``Linear.forward(module, ...)``, more through a
+    checkpoint wrapper); ``via`` names the wrapper the module is called through, if any.
+    """
+
+    cls: str = ""
+    shift: int = 0
+    via: str = ""
+
+
+@dataclass(frozen=True)
+class TERejects:
+    """A TE callable that does not accept the flag (TypeError): ``name`` says which."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class NotTE:
+    """Not a TE module call (a function, a local class, a builtin, a graphed callable...)."""
+
+    why: str = ""
+
+
+@dataclass(frozen=True)
+class Unresolved:
+    """The tool cannot tell what is called: it may be a TE module. ``why`` says what stopped it."""
+
+    why: str = "not resolved"
+    via: str = ""
+
+
+Callee = Union[TEModule, TERejects, NotTE, Unresolved]
+
+
+# --------------------------------------------------------------------------------------------
+# The working value of an expression
+
+
+@dataclass(frozen=True)
+class Kind:
+    """The resolved meaning of an expression, as far as the flag is concerned.
+
+    ``tag`` is one of: ``te_class``, ``te_instance``, ``unbound`` (``TEClass.forward``),
+    ``reject``, ``graphed``, ``forwarder`` (calls its first argument), ``container`` (``element``
+    holds what it contains, ``items`` each item when known), ``class`` / ``local_instance`` /
+    ``self`` / ``super`` (an in-file class, ``node``), ``method`` and ``function`` (in-file,
+    ``node`` the definition), ``qualname`` (a dotted name outside TE), ``not_te``, ``unknown``
+    (``name`` says why) and ``pending`` (a value being resolved: a cycle, ignored by ``join``).
+    """
+
+    tag: str
+    name: str = ""
+    element: Kind | None = None
+    node: ast.AST | None = field(default=None, compare=False)
+    items: tuple[Kind, ...] | None = field(default=None, compare=False)
+    owner: ast.ClassDef | None = field(default=None, compare=False)
+    """For a method: its class. For a forwarder: unused."""
+    scope: Scope | None = field(default=None, compare=False)
+    """For a nested function: the scope it is defined in."""
+    shift: int = 0
+    """For a forwarder: the index of the first argument it passes on (after the function)."""
+
+
+NOT_TE = Kind("not_te")
+UNKNOWN = Kind("unknown")
+PENDING = Kind("pending")
+GRAPHED = Kind("graphed")
+
+_NON_TE_VALUES = frozenset({"local_instance", "method", "function", "not_te"})
+
+
+def te_instance(cls: str) -> Kind:
+    return Kind("te_instance", cls)
+
+
+def unknown(why: str) -> Kind:
+    return Kind("unknown", why)
+
+
+def container(elements: Sequence[Kind], items: bool = True) -> Kind:
+    """A container holding ``elements`` (its items, in order, when ``items``)."""
+    element = join(elements) if elements else None
+    return Kind("container", element=element, items=tuple(elements) if items else None)
+
+
+def join(kinds: Sequence[Kind]) -> Kind:
+    """Merge the kinds of several alternatives: anything that may be TE stays TE.
+
+    A plain non-TE alternative (the ``None`` placeholder of ``x = None ... x = te.Linear()``)
+    does not hide the others; a pending one (a cycle) contributes nothing.
+    """
+    kinds = [k for k in kinds if k.tag != "pending"]
+    if not kinds:
+        return PENDING
+    live = [k for k in kinds if k != NOT_TE] or kinds
+    first = live[0]
+    if all(k == first for k in live):
+        return first
+    te = [k for k in live if k.tag == "te_instance"]
+    if te:
+        # Keep the class only when every alternative is that class: TEM002 reads the flag's
+        # position from it.
+        if len(te) == len(live) and len({k.name for k in te}) == 1:
+            return te[0]
+        return Kind("te_instance", "")
+    for tag in ("te_class", "unbound", "reject"):
+        for k in live:
+            if k.tag == tag:
+                return k
+    if all(k.tag == "container" for k in live):
+        elements = [k.element for k in live if k.element is not None]
+        return Kind("container", element=join(elements) if elements else None)
+    if all(k.tag in _NON_TE_VALUES for k in live):
+        return NOT_TE  # in-file classes' instances, methods, functions: none is TE
+    for k in live:
+        if k.tag == "container":
+            return k
+    return UNKNOWN
