@@ -176,7 +176,7 @@ kwargs = {{"is_first_microbatch": None}}
             code="TEM004",
             name="flag-rejected",
             summary="is_first_microbatch passed to a TE callable that does not accept it",
-            message="TEM004 {callee} rejects is_first_microbatch (TypeError): remove it",
+            message="TEM004 is_first_microbatch rejected by {callee} (TypeError): remove it",
             fix="none",
             explanation="""\
 `is_first_microbatch` is given (by keyword, or through a splatted dict literal) to a TE callable
@@ -205,7 +205,7 @@ the module call by hand.
             name="flag-to-repeated-module",
             summary="Non-None is_first_microbatch passed to a TE module called more than once "
             "per step",
-            message="TEM005 {callee} may run twice a step ({why}): pass None",
+            message="TEM005 repeated call of {callee} ({why}): pass None",
             fix="safe",
             explanation="""\
 A flag that is not `None` (even a tracked one, even a forwarded parameter) reaches a TE module

@@ -44,6 +44,14 @@ def test_messages_are_short_and_name_the_callee(code: str, callee: str) -> None:
     assert "\n" not in message and callee in message
 
 
+@pytest.mark.parametrize("code", list(RULES))
+def test_messages_start_with_the_rules_own_text(code: str) -> None:
+    """flake8 --statistics shows one finding's message per code: the part before the site
+    must already say what the rule is."""
+    stable = RULES[code].message.split("{", 1)[0]
+    assert len(stable) >= len(code) + 15, stable
+
+
 def test_messages_on_the_catalogue(tmp_path: Path) -> None:
     """What the analysis really writes: one line each, no doubled words, and short."""
     done = subprocess.run(
