@@ -134,7 +134,10 @@ class TEMicrobatchCodemod(VisitorBasedCodemodCommand):
             self.resolver = ConfigResolver(
                 config=te_config, isolated=isolated, overrides=flag_overrides(**flags)
             )
-            self.resolver.settings_for(Path.cwd())  # checked at load, not per file
+            # checked at load, not per file: the configuration above the cwd and every one
+            # below it (libcst's workers could only fail file by file)
+            self.resolver.settings_for(Path.cwd())
+            self.resolver.check_tree(Path.cwd())
         except (SettingsError, TypeError) as error:
             _usage_error(str(error))
         self.disable_noqa = disable_noqa

@@ -144,7 +144,8 @@ def test_libcst_runner_bad_value(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "command", [["te-microbatch-lint", "check"], ["flake8", "-j1"], ["flake8", "-j2"]]
+    "command",
+    [["te-microbatch-lint", "check"], ["flake8", "-j1"], ["flake8", "-j2"], ["libcst.tool"]],
 )
 def test_bad_config_below_the_paths_named(command: list[str], tmp_path: Path) -> None:
     """Found by discovery (the CLI) or checked at load (flake8, whose workers could only crash)."""
@@ -153,6 +154,9 @@ def test_bad_config_below_the_paths_named(command: list[str], tmp_path: Path) ->
     write(tmp_path / "top.py", TE_FILE)
     if command[0] == "flake8":
         done = flake8(*command[1:], "--select", "TEM", ".", cwd=tmp_path)
+    elif command[0] == "libcst.tool":
+        done = codemod(".", cwd=tmp_path)
+        assert (tmp_path / "top.py").read_text() == TE_FILE
     else:
         done = te_lint(*command[1:], ".", cwd=tmp_path)
     assert_one_line_error(done, "exclude", str(config))

@@ -110,3 +110,10 @@ def test_sarif_descriptions_come_from_the_table(tmp_path: Path) -> None:
     by_id = {rule["id"]: rule for rule in rules}
     for code, rule in RULES.items():
         assert by_id[code]["shortDescription"]["text"] == rule.summary
+        assert by_id[code]["fullDescription"]["text"] == rule.explanation.strip()
+        assert by_id[code]["helpUri"] == rule.help_uri
+        assert rule.help_uri.endswith("#" + rule.anchor)
+    # the anchor is the generated heading's, as GitHub spells it
+    generated = (PROJECT / "docs" / "rules.md").read_text(encoding="utf-8")
+    for rule in RULES.values():
+        assert f"### {rule.code} {rule.name}\n" in generated
