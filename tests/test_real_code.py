@@ -8,7 +8,13 @@ Corpora (recorded here; change them only together with the expectations below):
   ``TELayerNormColumnParallelLinear`` and ``TEGroupedLinear`` in
   ``megatron/core/extensions/transformer_engine.py`` (see ``docs/te-facts.md``);
 - transformer-engine 2.20.2 (PyPI wheel, py3-none-any): zero findings in
-  ``transformer_engine/pytorch`` and in the whole package (TE forwards its parameter).
+  ``transformer_engine/pytorch`` and in the whole package (TE forwards its parameter);
+- released code with the shapes listed in ``docs/te-facts.md`` (``RELEASES`` below, marked
+  slow): megatron-core 0.8.0, 0.10.0 and 0.14.0 (the TE wrapper classes' ``super().forward``
+  reported as resolved TE calls; 0.10.0 ``cuda_graphs.py``, an in-file non-TE runner, not
+  reported; 0.8.0's graphed callables and 0.14.0's ``nvidia_kitchen`` subclasses reported as
+  unresolved), megatron-bridge 0.6.2 (an in-file ``TransformerLayer`` subclass), nemo_toolkit
+  1.23.0 (``layer = self._get_layer(i)`` resolved to TE) and transformer-engine 1.13.0 (clean).
 
 The wheels are fetched once by ``benchmarks/corpora.py`` (the benchmark's cache:
 ``$TE_LINT_CACHE`` or ``.cache/``) and every test here skips, with the reason, when the
@@ -34,6 +40,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from benchmarks.corpora import (  # noqa: E402
+    ACCEPTANCE,
     MEGATRON_CORE,
     TRANSFORMER_ENGINE,
     CorpusSpec,
@@ -252,3 +259,73 @@ def test_megatron_core_fix_guard_strategy(megatron_copy: Path) -> None:
     )
     assert again.returncode == 0, again.stderr
     assert snapshot(megatron_copy) == after, "a second guard fix changed something"
+
+
+# ------------------------------------------------------------ released code shapes (issue 10)
+
+CG = "megatron/core/transformer/custom_layers/transformer_engine.py"
+EXT = "megatron/core/extensions/transformer_engine.py"
+KITCHEN = "megatron/core/extensions/kitchen.py"
+NEMO = "nemo/collections/nlp/modules/common/megatron/transformer.py"
+BRIDGE = "megatron/bridge/models/gpt_full_te_layer_autocast_spec.py"
+RESOLVED, UNRESOLVED = "TE", "unresolved"
+RELEASES: dict[str, tuple[str, set[tuple[str, int, str, str]]]] = {
+    # corpus key: (path to check, {(path, line, code, how the callee is named)}): exactly these.
+    "megatron-core-0.8.0": (
+        "megatron",
+        {
+            (CG, 181, "TEM001", RESOLVED),  # TELinear
+            (CG, 293, "TEM001", RESOLVED),  # TELayerNormColumnParallelLinear
+            (CG, 656, "TEM001", RESOLVED),  # TEGroupedLinear
+            # self.cuda_graphs[l][mb](...): filled outside the file (make_graphed_callables)
+            ("megatron/core/transformer/transformer_block.py", 436, "TEM001", UNRESOLVED),
+        },
+    ),
+    "megatron-core-0.10.0": (
+        "megatron",
+        {(EXT, 220, "TEM001", RESOLVED), (EXT, 372, "TEM001", RESOLVED)}
+        | {(EXT, 904, "TEM001", RESOLVED)},  # and not transformer/cuda_graphs.py:250
+    ),
+    "megatron-core-0.14.0": (
+        "megatron",
+        {(EXT, 385, "TEM001", RESOLVED), (EXT, 573, "TEM001", RESOLVED)}
+        | {(EXT, 1199, "TEM001", RESOLVED)}
+        # subclasses of nvidia_kitchen modules: a package the file cannot show
+        | {(KITCHEN, line, "TEM001", UNRESOLVED) for line in (352, 673, 999)},
+    ),
+    "megatron-bridge-0.6.2": ("megatron", {(BRIDGE, 254, "TEM001", RESOLVED)}),
+    "nemo_toolkit-1.23.0": (
+        "nemo",
+        {(NEMO, 1256, "TEM001", RESOLVED), (NEMO, 1553, "TEM001", RESOLVED)},
+    ),
+    "transformer-engine-1.13.0": ("transformer_engine", set()),
+}
+
+
+def _named(message: str) -> str:
+    return UNRESOLVED if " unresolved `" in message else RESOLVED
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("key", sorted(RELEASES))
+def test_released_code_shapes(key: str) -> None:
+    spec = ACCEPTANCE[key]
+    root = _corpus(spec, spec.version)
+    path, expected = RELEASES[key]
+    proc = _run([*_cli(), "check", path, "--isolated", "--format", "json"], root)
+    rows = json.loads(proc.stdout) if proc.stdout.strip() else []
+    found = {
+        (os.path.normpath(r["path"]), r["line"], r["code"], _named(r["message"])) for r in rows
+    }
+    assert found == expected, proc.stderr
+    assert proc.returncode == (1 if expected else 0), proc.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("key", ["megatron-core-0.10.0", "nemo_toolkit-1.23.0"])
+def test_released_code_flake8_agrees(key: str) -> None:
+    spec = ACCEPTANCE[key]
+    root = _corpus(spec, spec.version)
+    path, expected = RELEASES[key]
+    rc, found, err = flake8_findings(root, path)
+    assert found == {(p, line, code) for p, line, code, _ in expected}, err
