@@ -71,7 +71,12 @@ def scaling_table(workloads: list[dict[str, Any]]) -> str:
 
 
 def main() -> int:
-    data = json.loads(Path(sys.argv[1]).read_text(encoding="utf-8"))
+    import argparse
+
+    parser = argparse.ArgumentParser(description="Print the README tables from a results file.")
+    parser.add_argument("results", help="benchmarks/results/<run>.json")
+    args = parser.parse_args()
+    data = json.loads(Path(args.results).read_text(encoding="utf-8"))
     meta = data["meta"]
     print(f"Measured {meta['date_utc']} on {meta['cpu']} x{meta['cores']} cores, Python "
           f"{meta['python']}, {meta['ruff']}, flake8 {meta['flake8'].split(' (')[0]}; medians "

@@ -100,6 +100,36 @@ def test_shown_command_runs(doc: str, command: str, tmp_path: Path) -> None:
     assert done.returncode in (0, 1), f"{doc}: {command}\n{done.stdout}{done.stderr}"
 
 
+def python_commands() -> list[tuple[str, list[str]]]:
+    """``python -m MODULE [SUBCOMMAND]`` and ``python SCRIPT.py`` lines of the bash blocks, as
+    the argv that asks them for ``--help`` (they are too long to run here: benchmarks, GPU)."""
+    found = []
+    for doc in _docs():
+        for m in BASH_BLOCK.finditer(doc.read_text("utf-8")):
+            for line in m["body"].splitlines():
+                words = line.split(" #", 1)[0].split()
+                if words[:1] != ["python"] or words[1:3] in (
+                    ["-m", "pytest"],
+                    ["-m", "libcst.tool"],
+                ):
+                    continue
+                head = words[1:3] if words[1] == "-m" else words[1:2]
+                rest = words[len(head) + 1 :]
+                subcommand = rest[:1] if rest and rest[0].isidentifier() else []
+                found.append((doc.relative_to(PROJECT).as_posix(), [*head, *subcommand]))
+    return found
+
+
+@pytest.mark.parametrize(
+    ("doc", "argv"), python_commands(), ids=[f"{d}: {' '.join(a)}" for d, a in python_commands()]
+)
+def test_shown_python_command_exists(doc: str, argv: list[str]) -> None:
+    done = subprocess.run(
+        [sys.executable, *argv, "--help"], cwd=PROJECT, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, f"{doc}: python {' '.join(argv)}\n{done.stderr}"
+
+
 def test_readme_is_short() -> None:
     size = len(README.read_bytes())
     assert size <= README_LIMIT, f"README.md is {size} bytes; the limit is {README_LIMIT}"
