@@ -21,7 +21,6 @@ import os
 import platform
 import re
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -43,21 +42,12 @@ from benchmarks.corpora import (  # noqa: E402
     python_files,
 )
 from benchmarks.measure import RunResult, run_timed  # noqa: E402
+from benchmarks.summary import print_table, reuse_torchfix, summarize  # noqa: E402
+from benchmarks.targets import evaluate_targets, print_targets  # noqa: E402
 
 BIN = Path(sys.executable).parent
 SHIM = Path(__file__).resolve().parent / "flake8_shim.py"
 TORCHFIX_VERSION = "0.7.0"
-ISSUE_TORCHFIX_MEGATRON_S = 280.0
-"""TorchFix on megatron-core 0.19.2 as measured in issue 5 (used when not measured here)."""
-
-TARGETS = {
-    "check_vs_ruff_max": 3.0,
-    "torchfix_vs_check_min": 100.0,
-    "plugin_overhead_max": 0.02,
-    "worst_lines_per_s_per_core_min": 20_000.0,
-    "jobs2_speedup_min": 1.6,
-    "worst_peak_mb_max": 300.0,
-}
 
 _LOCATION = re.compile(r"^(?P<path>[^\s:][^:]*):(?P<line>\d+):(?P<col>\d+):? (?P<code>[A-Z]+\d+)\b")
 
@@ -133,6 +123,8 @@ def parse_check_json(text: str) -> list[Finding]:
         data = data.get("findings") or data.get("results") or []
     out = []
     for item in data:
+        if item.get("code") is None:  # a file that could not be read or parsed
+            continue
         path = item.get("path") or item.get("file") or item.get("filename") or ""
         out.append((_norm_path(path), int(item.get("line") or 0), str(item.get("code"))))
     return sorted(out)
@@ -158,19 +150,30 @@ def _flake8_env(without: str = "", times: str = "") -> dict[str, str]:
     return env
 
 
-def make_tools(ncores: int, torchfix: str | None) -> dict[str, Tool]:
+def make_tools(ncores: int, torchfix: str | None, cache: Path) -> dict[str, Tool]:
+    """Every tool as it is run. Caches: ``check`` and ``ruff ... (cached)`` keep theirs in
+    ``<cache>/bench-caches`` and are warmed by an untimed run (their default way of running);
+    every other row runs without a cache (``--no-cache``)."""
     check = _exe("te-microbatch-lint")
     flake8 = _exe("flake8")
     ruff = _exe("ruff")
     py = sys.executable
+    caches = cache / "bench-caches"
 
-    def check_argv(jobs: int) -> Callable[[Workload], list[str]]:
-        return lambda w: [check, "check", *w.paths, "--isolated", "--quiet", "--jobs", str(jobs),
+    def check_argv(*extra: str) -> Callable[[Workload], list[str]]:
+        return lambda w: [check, "check", *w.paths, "--isolated", "--quiet", *extra,
                           "--format", "json"]
 
+    def ruff_argv(select: str, *extra: str) -> Callable[[Workload], list[str]]:
+        return lambda w: [ruff, "check", "--isolated", *extra, "--no-respect-gitignore",
+                          "--output-format", "concise", "--select", select, *w.paths]
+
     tools = [
-        Tool("check -j1", "ours", check_argv(1), parse_check_json),
-        Tool(f"check -j{ncores}", "ours", check_argv(ncores), parse_check_json),
+        Tool("check", "ours", check_argv("--cache-dir", str(caches / "check")), parse_check_json),
+        Tool("check --no-cache", "ours", check_argv("--no-cache"), parse_check_json),
+        Tool("check -j1", "ours", check_argv("--no-cache", "--jobs", "1"), parse_check_json),
+        Tool(f"check -j{ncores}", "ours", check_argv("--no-cache", "--jobs", str(ncores)),
+             parse_check_json),
         Tool("flake8 --select TEM", "flake8",
              lambda w: [flake8, "--isolated", "--select", "TEM", *w.paths], parse_locations),
         Tool("flake8 --select F", "flake8",
@@ -190,14 +193,10 @@ def make_tools(ncores: int, torchfix: str | None) -> dict[str, Tool]:
         Tool("flake8 -s E,W,F,C90,TEM", "flake8",
              lambda w: [flake8, "--isolated", "--select", "E,W,F,C90,TEM", *w.paths],
              parse_locations),
-        Tool("ruff --select B", "ruff",
-             lambda w: [ruff, "check", "--isolated", "--no-cache", "--no-respect-gitignore",
-                        "--output-format", "concise", "--select", "B", *w.paths],
-             parse_locations),
-        Tool("ruff --select F", "ruff",
-             lambda w: [ruff, "check", "--isolated", "--no-cache", "--no-respect-gitignore",
-                        "--output-format", "concise", "--select", "F", *w.paths],
-             parse_locations),
+        Tool("ruff --select B (cached)", "ruff",
+             ruff_argv("B", "--cache-dir", str(caches / "ruff")), parse_locations),
+        Tool("ruff --select B", "ruff", ruff_argv("B", "--no-cache"), parse_locations),
+        Tool("ruff --select F", "ruff", ruff_argv("F", "--no-cache"), parse_locations),
         Tool("grep -rl", "grep",
              lambda w: ["grep", "-rl", "--include=*.py", "is_first_microbatch", *w.paths],
              parse_grep),
@@ -294,9 +293,9 @@ def run_workload(
     workload: Workload, tools: list[Tool], repeats: int, timeout: float, memory: bool
 ) -> dict[str, ToolRuns]:
     results = {t.name: ToolRuns(t.name, t.family) for t in tools}
-    # Warm the page cache and the interpreter's bytecode caches (untimed).
+    # Warm the page cache, the interpreter's bytecode caches and the tools' result caches.
     for tool in tools:
-        if tool.family in ("grep", "ours"):
+        if tool.family in ("grep", "ours", "ruff"):
             run_timed(tool.argv(workload), cwd=workload.cwd, env=tool.env, timeout=timeout)
     for rep in range(repeats):
         shift = rep % len(tools)
@@ -359,236 +358,6 @@ def plugin_attribution(workload: Workload, timeout: float) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------------- summaries
-
-
-def reuse_torchfix(summary: dict[str, Any], path: Path) -> None:
-    """Copy the TorchFix row for the same workload from an earlier results file (marked)."""
-    earlier = json.loads(path.read_text(encoding="utf-8"))
-    for old in earlier["workloads"]:
-        if old["workload"]["name"] == summary["workload"]["name"]:
-            row = old["tools"].get("torchfix --select ALL")
-            if row:
-                summary["tools"]["torchfix --select ALL"] = {
-                    **row, "reused_from": str(path), "measured_at": earlier["meta"]["date_utc"]
-                }
-            return
-
-
-def _median(values: list[float]) -> float | None:
-    return statistics.median(values) if values else None
-
-
-def summarize(workload: Workload, runs: dict[str, ToolRuns], ncores: int) -> dict[str, Any]:
-    tools: dict[str, Any] = {}
-    for name, tr in runs.items():
-        good = [r for r in tr.runs if r.rc >= 0]
-        walls = [r.wall_s for r in good]
-        valid = [f for r, f in zip(tr.runs, tr.findings) if r.rc >= 0]
-        distinct = {tuple(f) for f in valid}
-        codes: dict[str, int] = {}
-        for _, _, code in tr.findings[0] if tr.findings else []:
-            codes[code] = codes.get(code, 0) + 1
-        tools[name] = {
-            "family": tr.family,
-            "wall_s": walls,
-            "median_s": _median(walls),
-            "min_s": min(walls) if walls else None,
-            "cpu_s_median": _median([r.cpu_s for r in good]),
-            "maxrss_mb_max": max((r.maxrss_mb for r in good), default=None),
-            "rcs": [r.rc for r in tr.runs],
-            "invalid_runs": sum(1 for r in tr.runs if r.rc < 0),
-            "findings": len(tr.findings[0]) if tr.findings else None,
-            "findings_by_code": codes,
-            "stable_across_runs": len(distinct) <= 1,
-            "memory_tree_peak_mb": tr.memory.tree_rss_mb if tr.memory else None,
-            "memory_largest_process_mb": tr.memory.maxrss_mb if tr.memory else None,
-            "stderr_tail": (tr.runs[-1].stderr.strip()[-300:] if tr.runs and
-                            tr.runs[-1].rc not in (0, 1) else ""),
-        }
-    ours = [n for n in runs if runs[n].family == "ours"]
-    same = None
-    if len(ours) >= 2 and all(runs[n].findings for n in ours):
-        same = len({
-            tuple(f) for n in ours for r, f in zip(runs[n].runs, runs[n].findings) if r.rc >= 0
-        }) == 1
-    faces = None
-    tem = runs.get("flake8 --select TEM")
-    if tem and tem.findings and ours and runs[ours[-1]].findings:
-        faces = tem.findings[0] == runs[ours[-1]].findings[0]
-    return {
-        "workload": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(workload).items()},
-        "tools": tools,
-        "check_identical_across_jobs_and_runs": same,
-        "flake8_plugin_matches_check": faces,
-    }
-
-
-def _fmt_s(value: float | None) -> str:
-    if value is None:
-        return "-"
-    return f"{value:.3f}" if value < 10 else f"{value:.1f}"
-
-
-def print_table(summary: dict[str, Any], ncores: int) -> None:
-    w = summary["workload"]
-    tools = summary["tools"]
-    ref_name = f"check -j{ncores}"
-    ref = tools.get(ref_name, {}).get("median_s")
-    print()
-    print(f"## {w['name']}: {w['files']} files, {w['lines']:,} lines, "
-          f"{w['relevant_files']} mention is_first_microbatch")
-    header = (f"| {'tool':<28} | median s | min s | cpu s | peak MB | findings | stable "
-              f"| {ref_name} / tool |")
-    print(header)
-    print("|" + "|".join("-" * (len(c)) for c in header.split("|")[1:-1]) + "|")
-    for name, t in tools.items():
-        med = t["median_s"]
-        ratio = f"{ref / med:.2f}x" if ref and med else "-"
-        peak = t["memory_tree_peak_mb"]
-        rss = f"{peak:.0f}" if peak is not None else "-"
-        findings = "-" if t["findings"] is None else str(t["findings"])
-        if t["rcs"] and all(rc not in (0, 1) for rc in t["rcs"]):
-            findings = f"error rc={t['rcs'][0]}"
-        print(f"| {name:<28} | {_fmt_s(med):>8} | {_fmt_s(t['min_s']):>5} | "
-              f"{_fmt_s(t['cpu_s_median']):>5} | {rss:>7} | {findings:>8} | "
-              f"{'yes' if t['stable_across_runs'] else 'NO':>6} | {ratio:>16} |")
-    if summary["check_identical_across_jobs_and_runs"] is not None:
-        print(f"check findings identical across --jobs and runs: "
-              f"{summary['check_identical_across_jobs_and_runs']}")
-    if summary["flake8_plugin_matches_check"] is not None:
-        print(f"flake8 plugin findings == check findings: {summary['flake8_plugin_matches_check']}")
-    if w.get("expected"):
-        got = tools.get(ref_name, {}).get("findings_by_code")
-        print(f"expected (generator) {w['expected']} / check {got}")
-
-
-def evaluate_targets(summaries: list[dict[str, Any]], ncores: int,
-                     attribution: dict[str, Any] | None) -> dict[str, Any]:
-    by_name = {s["workload"]["name"]: s for s in summaries}
-    out: dict[str, Any] = {}
-
-    def med(summary: dict[str, Any], tool: str) -> float | None:
-        return summary["tools"].get(tool, {}).get("median_s")
-
-    def mini(summary: dict[str, Any], tool: str) -> float | None:
-        return summary["tools"].get(tool, {}).get("min_s")
-
-    def cpu_of(summary: dict[str, Any], tool: str) -> float | None:
-        return summary["tools"].get(tool, {}).get("cpu_s_median")
-
-    mc = next((s for n, s in by_name.items() if n.startswith("megatron-core")), None)
-    if mc:
-        best = min(x for x in (med(mc, "check -j1"), med(mc, f"check -j{ncores}"), 1e9) if x)
-        ruff = med(mc, "ruff --select B")
-        if ruff and best < 1e9:
-            out["megatron_check_vs_ruff_B"] = {
-                "check_default_jobs_s": med(mc, f"check -j{ncores}"),
-                "check_best_s": best, "ruff_B_s": ruff,
-                "ratio_default_jobs": (med(mc, f"check -j{ncores}") or 0) / ruff,
-                "ratio_best": best / ruff,
-                "ratio_default_jobs_min_of_runs": (mini(mc, f"check -j{ncores}") or 0)
-                / (mini(mc, "ruff --select B") or 1),
-                "target_max": TARGETS["check_vs_ruff_max"],
-            }
-            entry = out["megatron_check_vs_ruff_B"]
-            entry["met"] = entry["ratio_default_jobs"] <= TARGETS["check_vs_ruff_max"]
-        tf = med(mc, "torchfix --select ALL")
-        tf_row = mc["tools"].get("torchfix --select ALL", {})
-        out["megatron_torchfix_vs_check"] = {
-            "torchfix_s": tf if tf else ISSUE_TORCHFIX_MEGATRON_S,
-            "torchfix_source": (
-                "issue 5 (not measured here)" if not tf
-                else f"reused: {tf_row['reused_from']} ({tf_row.get('measured_at')})"
-                if "reused_from" in tf_row else "this run"
-            ),
-            "check_s": med(mc, f"check -j{ncores}"),
-        }
-        t = out["megatron_torchfix_vs_check"]
-        if t["check_s"]:
-            t["speedup"] = t["torchfix_s"] / t["check_s"]
-            t["met"] = t["speedup"] >= TARGETS["torchfix_vs_check_min"]
-        with_p, without_p = med(mc, "flake8 default"), med(mc, "flake8 default -TEMplugin")
-        if with_p and without_p:
-            walls_with = mc["tools"]["flake8 default"]["wall_s"]
-            walls_without = mc["tools"]["flake8 default -TEMplugin"]["wall_s"]
-            cpu_with = mc["tools"]["flake8 default"]["cpu_s_median"]
-            cpu_without = mc["tools"]["flake8 default -TEMplugin"]["cpu_s_median"]
-            out["plugin_overhead"] = {
-                "flake8_with_plugin_s": with_p, "flake8_without_plugin_s": without_p,
-                "overhead_wall_median": with_p / without_p - 1,
-                "overhead_wall_min": min(walls_with) / min(walls_without) - 1,
-                "overhead_cpu_median": cpu_with / cpu_without - 1 if cpu_without else None,
-                "target_max": TARGETS["plugin_overhead_max"],
-            }
-            pair = (med(mc, "flake8 -s E,W,F,C90,TEM"), med(mc, "flake8 -s E,W,F,C90"))
-            if pair[0] and pair[1]:
-                out["plugin_overhead"]["naive_select_pair_wall"] = pair[0] / pair[1] - 1
-            if attribution:
-                out["plugin_overhead"]["attribution"] = attribution
-                share = attribution.get("plugin_share_of_wall")
-                out["plugin_overhead"]["met"] = share is not None and share < 0.02
-                out["plugin_overhead"]["met_by"] = "in-process attribution (flake8 --jobs 1)"
-    worst = [s for s in summaries if s["workload"]["kind"] == "synth"
-             and s["workload"]["fraction"] == 1.0]
-    if worst:
-        big = max(worst, key=lambda s: s["workload"]["files"])
-        lines = big["workload"]["lines"]
-        j1, jn = med(big, "check -j1"), med(big, f"check -j{ncores}")
-        entry: dict[str, Any] = {"workload": big["workload"]["name"], "lines": lines}
-        if j1:
-            entry["lines_per_s_per_core_jobs1"] = lines / j1
-            entry["met"] = entry["lines_per_s_per_core_jobs1"] >= TARGETS[
-                "worst_lines_per_s_per_core_min"]
-            cpu = big["tools"]["check -j1"]["cpu_s_median"]
-            entry["lines_per_cpu_s_jobs1"] = lines / cpu if cpu else None
-        if jn:
-            entry[f"lines_per_s_per_core_jobs{ncores}"] = lines / (jn * ncores)
-        out["worst_case_throughput"] = entry
-        if j1 and jn:
-            name_n = f"check -j{ncores}"
-            out["jobs_speedup"] = {
-                "jobs1_s": j1, f"jobs{ncores}_s": jn, "speedup": j1 / jn,
-                "speedup_min_of_runs": (mini(big, "check -j1") or 0) / (mini(big, name_n) or 1),
-                # CPU accounting: the speedup ncores idle cores would give, parallel overhead
-                # (extra CPU of the pool) included, serial parent work ignored.
-                "speedup_bound_from_cpu": ncores * (cpu_of(big, "check -j1") or 0)
-                / (cpu_of(big, name_n) or 1),
-                "target_min": TARGETS["jobs2_speedup_min"],
-                "met": j1 / jn >= TARGETS["jobs2_speedup_min"],
-            }
-        mem = [big["tools"][n]["memory_tree_peak_mb"] for n in ("check -j1", f"check -j{ncores}")
-               if big["tools"].get(n, {}).get("memory_tree_peak_mb") is not None]
-        if mem:
-            out["worst_case_peak_memory"] = {
-                "jobs1_tree_peak_mb": big["tools"]["check -j1"]["memory_tree_peak_mb"],
-                f"jobs{ncores}_tree_peak_mb":
-                    big["tools"][f"check -j{ncores}"]["memory_tree_peak_mb"],
-                "largest_process_mb": max(
-                    big["tools"][n]["memory_largest_process_mb"] or 0
-                    for n in ("check -j1", f"check -j{ncores}")),
-                "target_max": TARGETS["worst_peak_mb_max"], "met": max(mem) < 300.0,
-            }
-    stable = [s["check_identical_across_jobs_and_runs"] for s in summaries
-              if s["check_identical_across_jobs_and_runs"] is not None]
-    out["findings_identical"] = {"workloads": len(stable), "met": bool(stable) and all(stable)}
-    return out
-
-
-def print_targets(targets: dict[str, Any], ncores: int) -> None:
-    print("\n## Targets")
-    for key, value in targets.items():
-        met = value.get("met")
-        mark = "MET " if met else ("MISSED" if met is False else "n/a ")
-        detail = ", ".join(
-            f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
-            for k, v in value.items() if k not in ("met", "attribution")
-        )
-        print(f"- [{mark}] {key}: {detail}")
-        if "attribution" in value:
-            a = value["attribution"]
-            print(f"    attribution: plugin {a['plugin_seconds']:.3f}s in {a['plugin_calls']} "
-                  f"calls of flake8 --jobs 1 {a['flake8_jobs1_wall_s']:.2f}s wall "
-                  f"-> {100 * (a['plugin_share_of_wall'] or 0):.3f}%")
 
 
 def environment(ncores: int, torchfix: str | None) -> dict[str, Any]:
@@ -676,7 +445,7 @@ def main(argv: list[str] | None = None) -> int:
     cache = (args.cache or cache_root()).resolve()
     ncores = max(1, args.jobs_max)
     torchfix = ensure_torchfix(cache) if args.with_torchfix else None
-    tools = make_tools(ncores, torchfix)
+    tools = make_tools(ncores, torchfix, cache)
 
     workloads = [startup_workload(cache)]
     for name in [n for n in args.corpora.split(",") if n]:
@@ -716,7 +485,7 @@ def main(argv: list[str] | None = None) -> int:
 
     meta["load_avg_at_end"] = os.getloadavg()
     targets = evaluate_targets(summaries, ncores, attribution)
-    print_targets(targets, ncores)
+    print_targets(targets)
     data = {"meta": meta, "targets": targets, "workloads": summaries}
     out = args.out or (REPO_ROOT / "benchmarks" / "results" /
                        f"bench-{dt.datetime.now(dt.timezone.utc):%Y%m%dT%H%M%SZ}"

@@ -199,8 +199,11 @@ def decode_source(path: PathLike, raw: bytes) -> SourceFile:
     nul = raw.find(b"\x00")
     if nul >= 0:
         raise SourceError(name, f"contains a NUL byte (line {_line_of(raw, nul)})")
-    encoding, declared = _detect_encoding(name, raw)
-    _check_codec(name, encoding)
+    if not raw.startswith(codecs.BOM_UTF8) and b"coding" not in b"".join(raw.split(b"\n", 2)[:2]):
+        encoding, declared = "utf-8", False  # what detection gives without a BOM or a cookie
+    else:
+        encoding, declared = _detect_encoding(name, raw)
+        _check_codec(name, encoding)
     try:
         text = raw.decode(encoding)  # strict; bytes in, so no newline translation
     except UnicodeDecodeError as error:

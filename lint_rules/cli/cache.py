@@ -16,13 +16,17 @@ or written is ignored (the run is just not faster).
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import tempfile
 import time
 from dataclasses import astuple, fields
 from typing import Any
+
+try:  # the module behind hashlib.blake2b, without loading OpenSSL (a few ms at start-up)
+    from _blake2 import blake2b
+except ImportError:  # pragma: no cover - other Pythons
+    from hashlib import blake2b
 
 from lint_rules import __version__
 from lint_rules.cli.running import Outcome, Reported
@@ -36,7 +40,7 @@ _TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# te-microbatch-lint result
 def code_hash() -> str:
     """The linter's own code, by module sizes and mtimes (cheap: a stat per module)."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    digest = hashlib.blake2b(__version__.encode(), digest_size=8)
+    digest = blake2b(__version__.encode(), digest_size=8)
     for folder, dirs, names in sorted(os.walk(root)):
         dirs.sort()
         for name in sorted(names):
@@ -52,7 +56,7 @@ class ResultCache:
     def __init__(self, directory: str) -> None:
         self.root = directory
         self.directory = os.path.join(directory, f"{__version__}-{code_hash()}")
-        cwd = hashlib.blake2b(os.path.realpath(os.getcwd()).encode(), digest_size=8).hexdigest()
+        cwd = blake2b(os.path.realpath(os.getcwd()).encode(), digest_size=8).hexdigest()
         self.path = os.path.join(self.directory, f"{cwd}.json")
         self.entries: dict[str, list[Any]] = {}
         self.dirty = False

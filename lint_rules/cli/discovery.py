@@ -52,9 +52,27 @@ Patterns = Union[Sequence[ExcludePattern], Callable[[str, bool], Sequence[Exclud
 """The patterns, or a function giving those that apply to a path (per-directory config)."""
 
 
+def _per_directory(patterns: Patterns) -> Patterns:
+    """The same patterns, asked once per directory (a configuration applies per directory)."""
+    if not callable(patterns):
+        return patterns
+    known: dict[tuple[str, bool], Sequence[ExcludePattern]] = {}
+
+    def lookup(path: str, is_dir: bool) -> Sequence[ExcludePattern]:
+        key = (os.path.dirname(path), is_dir)
+        found = known.get(key)
+        if found is None:
+            found = known[key] = tuple(patterns(path, is_dir))
+        return found
+
+    return lookup
+
+
 def _excluded(path: str, patterns: Patterns, is_dir: bool = False) -> bool:
     if callable(patterns):
         patterns = patterns(path, is_dir)
+    if not patterns:
+        return False
     name = os.path.basename(os.path.normpath(path))
     absolute = os.path.abspath(path)
     candidates = [absolute, absolute + os.sep] if is_dir else [absolute]
@@ -204,13 +222,14 @@ def discover(
     found = Discovery(files=[], errors=[])
     seen: set[str] = set()
 
-    def add(path: str) -> None:
+    def add(path: str, key: str | None = None) -> None:
         # Resolved, so that a symlink and its target are one file (never two writers).
-        key = os.path.normcase(os.path.realpath(path))
+        key = os.path.normcase(key or os.path.realpath(path))
         if key not in seen:
             seen.add(key)
             found.files.append(path)
 
+    patterns = _per_directory(patterns)
     for root in paths:
         if os.path.isdir(root):
             if force_exclude and _forced_out(root, patterns, True, respect_gitignore):
@@ -245,13 +264,17 @@ def _forced_out(path: str, patterns: Patterns, is_dir: bool, respect_gitignore: 
 def _walk(
     root: str,
     patterns: Patterns,
-    add: Callable[[str], None],
+    add: Callable[[str, str | None], None],
     errors: list[tuple[str, str]],
     inherited: list[_IgnoreFile],
     respect_gitignore: bool,
 ) -> None:
-    """Depth first in name order, a directory's contents at its place among its siblings."""
-    stack: list[tuple[Iterator[os.DirEntry[str]], list[_IgnoreFile]]] = []
+    """Depth first in name order, a directory's contents at its place among its siblings.
+
+    Each directory is resolved once (``realpath``); a file's identity is its name in it, or
+    its own ``realpath`` when it is a symlink.
+    """
+    stack: list[tuple[Iterator[os.DirEntry[str]], list[_IgnoreFile], str]] = []
 
     def enter(folder: str, specs: list[_IgnoreFile]) -> None:
         try:
@@ -264,11 +287,11 @@ def _walk(
             names = {entry.name for entry in entries if entry.name in IGNORE_FILES}
             if names:
                 specs = [*_ignore_files_in(os.path.abspath(folder), names), *specs]
-        stack.append((iter(entries), specs))
+        stack.append((iter(entries), specs, os.path.realpath(folder)))
 
     enter(root, inherited)
     while stack:
-        entries, specs = stack[-1]
+        entries, specs, real = stack[-1]
         entry = next(entries, None)
         if entry is None:
             stack.pop()
@@ -287,4 +310,4 @@ def _walk(
         elif is_file and entry.name.endswith(SOURCE_SUFFIXES):
             if _excluded(path, patterns) or (specs and _ignored(path, False, specs)):
                 continue
-            add(path)
+            add(path, None if entry.is_symlink() else os.path.join(real, entry.name))

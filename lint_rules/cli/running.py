@@ -13,11 +13,15 @@ libcst is imported only by ``fixing`` (guard strategy), flake8 never.
 from __future__ import annotations
 
 import functools
-import hashlib
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Callable
+
+try:  # the module behind hashlib.blake2b, without loading OpenSSL (a few ms at start-up)
+    from _blake2 import blake2b
+except ImportError:  # pragma: no cover - other Pythons
+    from hashlib import blake2b
 
 from lint_rules.findings import char_column, split_lines
 from lint_rules.settings import Settings
@@ -82,7 +86,7 @@ class Job:
 
 def content_digest(settings: Settings, disable_noqa: bool, raw: bytes) -> str:
     """Cache key: the file's bytes and everything that can change its findings."""
-    digest = hashlib.blake2b(raw, digest_size=20)
+    digest = blake2b(raw, digest_size=20)
     digest.update(repr((settings, disable_noqa)).encode("utf-8", "backslashreplace"))
     return digest.hexdigest()
 
@@ -109,7 +113,7 @@ def _fingerprints(text: str, findings: Sequence[Any]) -> list[str]:
         content = " ".join(lines[f.line - 1].split()) if 0 < f.line <= len(lines) else ""
         occurrence = seen[(f.code, content)] = seen.get((f.code, content), 0) + 1
         key = f"{f.code}\0{content}\0{occurrence}".encode("utf-8", "backslashreplace")
-        prints.append(hashlib.blake2b(key, digest_size=16).hexdigest())
+        prints.append(blake2b(key, digest_size=16).hexdigest())
     return prints
 
 

@@ -158,8 +158,10 @@ def resume_rng(
         start, digests = load_checkpoint(path, second, restore_rng=restore_rng)
     resumed = train(second, start + 1, steps, digests)
     found = first_divergence(straight, resumed)
-    return Outcome("identical" if found is None else f"diverges at step {found[0]}",
-                   "" if found is None else ", ".join(found[1][:3]))
+    return Outcome(
+        "identical" if found is None else f"diverges at step {found[0]}",
+        "" if found is None else ", ".join(found[1][:3]),
+    )
 
 
 def monitor_kinds(

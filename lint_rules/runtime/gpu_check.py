@@ -93,26 +93,38 @@ def checks() -> list[Check]:
     ok = fs.oracle_expected()
     out += [
         Check("gradient oracle fixed", model, fs.gradient_oracle, ok),
-        Check("gradient oracle fixed fp8", model, partial(fs.gradient_oracle, fp8=True), ok,
-              fp8=True),
-        Check("resume with RNG state", model, partial(fs.resume_rng, restore_rng=True),
-              "identical"),
-        Check("resume without RNG state", model, partial(fs.resume_rng, restore_rng=False),
-              "diverges at step 3"),
-        Check("monitor unguarded", model, partial(fs.monitor_kinds, variant="unguarded"),
-              "repeated-call"),
-        Check("monitor fixed", model, partial(fs.monitor_kinds, variant="fixed"), "silent"),
         Check(
-            "monitor fp8 flag not re-armed", model,
-            partial(fs.monitor_kinds, variant="unguarded", fp8=True, rearm=False,
-                    mtp_num_layers=1),
-            "stale-fp8-cache", fp8=True,
+            "gradient oracle fixed fp8", model, partial(fs.gradient_oracle, fp8=True), ok, fp8=True
         ),
         Check(
-            "monitor fp8 flag re-armed", model,
-            partial(fs.monitor_kinds, variant="unguarded", fp8=True, rearm=True,
-                    mtp_num_layers=1),
-            "silent", fp8=True,
+            "resume with RNG state", model, partial(fs.resume_rng, restore_rng=True), "identical"
+        ),
+        Check(
+            "resume without RNG state",
+            model,
+            partial(fs.resume_rng, restore_rng=False),
+            "diverges at step 3",
+        ),
+        Check(
+            "monitor unguarded",
+            model,
+            partial(fs.monitor_kinds, variant="unguarded"),
+            "repeated-call",
+        ),
+        Check("monitor fixed", model, partial(fs.monitor_kinds, variant="fixed"), "silent"),
+        Check(
+            "monitor fp8 flag not re-armed",
+            model,
+            partial(fs.monitor_kinds, variant="unguarded", fp8=True, rearm=False, mtp_num_layers=1),
+            "stale-fp8-cache",
+            fp8=True,
+        ),
+        Check(
+            "monitor fp8 flag re-armed",
+            model,
+            partial(fs.monitor_kinds, variant="unguarded", fp8=True, rearm=True, mtp_num_layers=1),
+            "silent",
+            fp8=True,
         ),
     ]
     return out
@@ -139,8 +151,10 @@ def compare(
     summary = Summary()
     for check in all_checks:
         where = f"{check.scenario:32} {check.module:18}"
-        reason = (te.fp8_unavailable() or reference.fp8_unavailable()) if check.fp8 else (
-            te.unavailable() or reference.unavailable()
+        reason = (
+            (te.fp8_unavailable() or reference.fp8_unavailable())
+            if check.fp8
+            else (te.unavailable() or reference.unavailable())
         )
         if reason is not None:
             summary.add("skipped")
@@ -207,11 +221,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("gpu_check: error: torch is not installed", file=sys.stderr)
         return 2
     print(environment())
-    selected = [
-        c for c in checks() if not args.only or args.only in f"{c.scenario} {c.module}"
-    ]
-    summary = compare(selected, Backend("reference", "cuda"), Backend("te", "cuda"),
-                      verbose=args.verbose)
+    selected = [c for c in checks() if not args.only or args.only in f"{c.scenario} {c.module}"]
+    summary = compare(
+        selected, Backend("reference", "cuda"), Backend("te", "cuda"), verbose=args.verbose
+    )
     print(f"summary: {summary or 'nothing selected'}")
     if summary.exit_code == 2:
         print("nothing was compared: this needs CUDA and transformer_engine (see docs/runtime.md)")

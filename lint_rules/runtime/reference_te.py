@@ -176,8 +176,9 @@ class _FusedWgradLinear(torch.autograd.Function):
         if ctx.needs_input_grad[1]:
             param = ctx.weight_param
             if ctx.fuse_wgrad_accumulation:
-                wgrad = _write_main_grad(param, g2, x2, ctx.is_first_microbatch,
-                                         ctx.overwrite_main_grad)
+                wgrad = _write_main_grad(
+                    param, g2, x2, ctx.is_first_microbatch, ctx.overwrite_main_grad
+                )
             else:
                 wgrad = g2.t() @ x2
         return dgrad, wgrad, None, dbias, None, None, None
@@ -304,7 +305,12 @@ class _FusedWgradBase(torch.nn.Module):
             overwrite_main_grad = bool(getattr(weight, "overwrite_main_grad", False))
         used = self._weight_for_forward(name, weight, is_first_microbatch)
         return _FusedWgradLinear.apply(
-            inp, weight, used, bias, is_first_microbatch, self.fuse_wgrad_accumulation,
+            inp,
+            weight,
+            used,
+            bias,
+            is_first_microbatch,
+            self.fuse_wgrad_accumulation,
             overwrite_main_grad,
         )
 
@@ -334,9 +340,13 @@ class Linear(_FusedWgradBase):
         device: torch.device | str | None = None,
     ) -> None:
         _only_defaults(
-            sequence_parallel=sequence_parallel, tp_group=tp_group, tp_size=tp_size,
-            get_rng_state_tracker=get_rng_state_tracker, rng_tracker_name=rng_tracker_name,
-            return_bias=return_bias, parallel_mode=parallel_mode,
+            sequence_parallel=sequence_parallel,
+            tp_group=tp_group,
+            tp_size=tp_size,
+            get_rng_state_tracker=get_rng_state_tracker,
+            rng_tracker_name=rng_tracker_name,
+            return_bias=return_bias,
+            parallel_mode=parallel_mode,
             parameters_split=parameters_split,
         )
         super().__init__(fuse_wgrad_accumulation, params_dtype, device, init_method)
@@ -379,11 +389,16 @@ class LayerNormLinear(_FusedWgradBase):
         device: torch.device | str | None = None,
     ) -> None:
         _only_defaults(
-            sequence_parallel=sequence_parallel, tp_group=tp_group, tp_size=tp_size,
-            get_rng_state_tracker=get_rng_state_tracker, return_bias=return_bias,
-            parallel_mode=parallel_mode, return_layernorm_output=return_layernorm_output,
+            sequence_parallel=sequence_parallel,
+            tp_group=tp_group,
+            tp_size=tp_size,
+            get_rng_state_tracker=get_rng_state_tracker,
+            return_bias=return_bias,
+            parallel_mode=parallel_mode,
+            return_layernorm_output=return_layernorm_output,
             return_layernorm_output_gathered=return_layernorm_output_gathered,
-            parameters_split=parameters_split, zero_centered_gamma=zero_centered_gamma,
+            parameters_split=parameters_split,
+            zero_centered_gamma=zero_centered_gamma,
         )
         if normalization != "LayerNorm":
             raise NotImplementedError("reference_te models normalization='LayerNorm' only")
@@ -442,12 +457,16 @@ class LayerNormMLP(_FusedWgradBase):
         device: torch.device | str | None = None,
     ) -> None:
         _only_defaults(
-            sequence_parallel=sequence_parallel, return_bias=return_bias,
-            get_rng_state_tracker=get_rng_state_tracker, tp_group=tp_group, tp_size=tp_size,
+            sequence_parallel=sequence_parallel,
+            return_bias=return_bias,
+            get_rng_state_tracker=get_rng_state_tracker,
+            tp_group=tp_group,
+            tp_size=tp_size,
             activation_params=activation_params,
             return_layernorm_output=return_layernorm_output,
             return_layernorm_output_gathered=return_layernorm_output_gathered,
-            set_parallel_mode=set_parallel_mode, zero_centered_gamma=zero_centered_gamma,
+            set_parallel_mode=set_parallel_mode,
+            zero_centered_gamma=zero_centered_gamma,
         )
         if normalization != "LayerNorm":
             raise NotImplementedError("reference_te models normalization='LayerNorm' only")
@@ -468,11 +487,11 @@ class LayerNormMLP(_FusedWgradBase):
 
     def forward(self, inp: torch.Tensor, is_first_microbatch: bool | None = None) -> torch.Tensor:
         normed = self._norm(inp, self.hidden_size)
-        fc1 = self._linear(normed, "fc1_weight", self.fc1_weight, self.fc1_bias,
-                           is_first_microbatch)
+        fc1 = self._linear(
+            normed, "fc1_weight", self.fc1_weight, self.fc1_bias, is_first_microbatch
+        )
         act = _ACTIVATIONS[self.activation](fc1)
-        return self._linear(act, "fc2_weight", self.fc2_weight, self.fc2_bias,
-                            is_first_microbatch)
+        return self._linear(act, "fc2_weight", self.fc2_weight, self.fc2_bias, is_first_microbatch)
 
 
 class GroupedLinear(_FusedWgradBase):
@@ -502,9 +521,13 @@ class GroupedLinear(_FusedWgradBase):
         device: torch.device | str | None = None,
     ) -> None:
         _only_defaults(
-            sequence_parallel=sequence_parallel, tp_group=tp_group, tp_size=tp_size,
-            get_rng_state_tracker=get_rng_state_tracker, rng_tracker_name=rng_tracker_name,
-            return_bias=return_bias, parallel_mode=parallel_mode,
+            sequence_parallel=sequence_parallel,
+            tp_group=tp_group,
+            tp_size=tp_size,
+            get_rng_state_tracker=get_rng_state_tracker,
+            rng_tracker_name=rng_tracker_name,
+            return_bias=return_bias,
+            parallel_mode=parallel_mode,
         )
         super().__init__(fuse_wgrad_accumulation, params_dtype, device, init_method)
         self.num_gemms = num_gemms
@@ -528,8 +551,12 @@ class GroupedLinear(_FusedWgradBase):
         overwrite = bool(getattr(self.weight0, "overwrite_main_grad", False))
         outs = [
             self._linear(
-                chunk, f"weight{i}", getattr(self, f"weight{i}"), getattr(self, f"bias{i}"),
-                is_first_microbatch, overwrite,
+                chunk,
+                f"weight{i}",
+                getattr(self, f"weight{i}"),
+                getattr(self, f"bias{i}"),
+                is_first_microbatch,
+                overwrite,
             )
             for i, chunk in enumerate(torch.split(inp, list(m_splits)))
         ]

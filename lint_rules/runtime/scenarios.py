@@ -376,8 +376,11 @@ def fp8_weight_cache(
                     for v, weights in enumerate(versions)
                 }
             found = classify(out, candidates, FP8_TOLERANCE, FP8_SEPARATION)
-            seen.append(found if found.label in ("fresh", "none", "ambiguous") else
-                        Outcome("stale", found.detail))
+            seen.append(
+                found
+                if found.label in ("fresh", "none", "ambiguous")
+                else Outcome("stale", found.detail)
+            )
             out.float().pow(2).mean().backward()
         optimizer.step()
         worst = next((o for o in seen if o.label != "fresh"), seen[0])
