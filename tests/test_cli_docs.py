@@ -147,6 +147,16 @@ def _repository_files() -> list[Path]:
     return [PROJECT / name for name in listed.stdout.splitlines() if (PROJECT / name).is_file()]
 
 
+def _anchors(doc: Path) -> set[str]:
+    """GitHub's heading anchors: lower case, punctuation dropped, spaces to hyphens."""
+    found = set()
+    for line in doc.read_text("utf-8").splitlines():
+        if line.startswith("#"):
+            title = line.lstrip("#").strip().lower()
+            found.add(re.sub(r"[^\w\- ]", "", title).replace(" ", "-"))
+    return found
+
+
 def test_relative_links_resolve() -> None:
     broken = []
     for doc in [*_docs(), *sorted(PROJECT.glob("*.yaml")), *sorted(PROJECT.glob(".*.yaml"))]:
@@ -154,12 +164,15 @@ def test_relative_links_resolve() -> None:
         targets = [m["target"] for m in LINK.finditer(text)]
         targets += re.findall(r"\b(docs/[\w.-]+\.md)\b", text) if doc.suffix == ".yaml" else []
         for target in targets:
-            if re.match(r"[a-z]+:", target) or target.startswith("#"):
+            if re.match(r"[a-z]+:", target):
                 continue
-            path = target.split("#", 1)[0]
+            path, _, anchor = target.partition("#")
             base = PROJECT if doc.suffix == ".yaml" else doc.parent
-            if not (base / path).exists():
+            linked = base / path if path else doc
+            if not linked.exists():
                 broken.append(f"{doc.relative_to(PROJECT)}: {target}")
+            elif anchor and linked.suffix == ".md" and anchor not in _anchors(linked):
+                broken.append(f"{doc.relative_to(PROJECT)}: {target} (no such heading)")
     assert not broken, broken
 
 
