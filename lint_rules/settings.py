@@ -16,7 +16,6 @@ libcst runner and the flake8 plugin.
 from __future__ import annotations
 
 import ast
-import difflib
 import os
 import sys
 from dataclasses import dataclass, field, fields, replace
@@ -100,6 +99,8 @@ def _codes(key: str, value: object) -> tuple[str, ...]:
     codes = tuple(code.upper() for code in _strings(key, value))
     for code in codes:
         if code != "ALL" and not any(known.startswith(code) for known in RULES):
+            import difflib
+
             close = difflib.get_close_matches(code, list(RULES), n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             raise SettingsError(
@@ -143,19 +144,31 @@ def _guard_config(key: str, value: object) -> str:
 # ------------------------------------------------------------------------------ the option table
 
 
-@dataclass(frozen=True)
 class Option:
-    """One setting: its key everywhere, how it is checked, and what the docs say about it."""
+    """One setting: its key everywhere, how it is checked, and what the docs say about it.
 
-    key: str
-    check: Callable[[str, object], Any]
-    default: Any
-    help: str
-    example: str
-    flake8: bool = False
-    """Also a flake8 option, spelled ``te-KEY``."""
-    aliases: tuple[str, ...] = ()
-    """Older spellings still accepted: pyproject keys or flags (documented in docs/config.md)."""
+    ``flake8``: also a flake8 option, spelled ``te-KEY``. ``aliases``: older spellings still
+    accepted (pyproject keys or flags, documented in docs/config.md). A plain class: a second
+    dataclass would cost milliseconds of start-up for every command.
+    """
+
+    __slots__ = ("key", "check", "default", "help", "example", "flake8", "aliases")
+
+    def __init__(
+        self,
+        key: str,
+        check: Callable[[str, object], Any],
+        default: Any,
+        help: str,
+        example: str,
+        flake8: bool = False,
+        aliases: tuple[str, ...] = (),
+    ) -> None:
+        self.key, self.check, self.default = key, check, default
+        self.help, self.example, self.flake8, self.aliases = help, example, flake8, aliases
+
+    def __repr__(self) -> str:
+        return f"Option({self.key!r})"
 
     @property
     def field(self) -> str:
@@ -363,6 +376,8 @@ def _file_values(pyproject: Path, table: dict[str, Any]) -> dict[str, Any]:
     for key, value in table.items():
         canonical = key if key in OPTION_BY_KEY else _KEY_ALIASES.get(key)
         if canonical is None:
+            import difflib
+
             known = [*OPTION_BY_KEY, *_KEY_ALIASES]
             close = difflib.get_close_matches(key, known, n=1)
             hint = f" (did you mean {_KEY_ALIASES.get(close[0], close[0])!r}?)" if close else ""
