@@ -211,6 +211,12 @@ def test_named_files_get_their_own_config(nested: Path) -> None:
     assert findings(done, nested, nested) == {("top.py", 11), ("top.py", 12), ("sub/inner.py", 11)}
 
 
+def test_force_exclude_uses_each_files_config(nested: Path) -> None:
+    """What pre-commit does: name every file; the sub-project's exclude is relative to sub/."""
+    done = te_lint("check", "--force-exclude", "sub/gen/made.py", "sub/inner.py", cwd=nested)
+    assert findings(done, nested, nested) == {("sub/inner.py", 11)}
+
+
 def test_path_outside_the_cwd_keeps_its_config(nested: Path, tmp_path: Path) -> None:
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
