@@ -52,6 +52,8 @@ class Rule:
     """The finding's text, a ``str.format`` template starting with the code."""
     fix: str
     """Applicability of the fix for a resolved TE module: ``safe``, ``unsafe`` or ``none``."""
+    fix_title: str
+    """What the fix writes, in a few words (rule tables)."""
     explanation: str
     """Markdown: why it matters, what is reported, how to fix it, with examples."""
 
@@ -101,6 +103,7 @@ RULES: dict[str, Rule] = {
             summary="Untracked is_first_microbatch passed by keyword to a TE module",
             message="TEM001 untracked is_first_microbatch to {callee}: pass None or guard it",
             fix="safe",
+            fix_title="value -> `None` (or guarded)",
             explanation=f"""\
 An `is_first_microbatch=` keyword whose value nothing keeps up to date reaches a TE module
 (`Linear`, `LayerNormLinear`, `LayerNormMLP`, `GroupedLinear`, `MultiheadAttention`,
@@ -129,6 +132,7 @@ class Block(torch.nn.Module):
             summary="Untracked is_first_microbatch passed positionally to a TE module",
             message="TEM002 untracked positional flag to {callee}: pass None or guard it",
             fix="safe",
+            fix_title="keyword `is_first_microbatch=None` (or guarded)",
             explanation=f"""\
 The same as TEM001, for a flag passed by position. TE's module `forward`s take the flag at
 index 1 (`Linear`, `LayerNormLinear`, `LayerNormMLP`), 2 (`GroupedLinear`), 6
@@ -154,6 +158,7 @@ follows it, else `None` in place. {_FIX}""",
             summary="Untracked is_first_microbatch reaches a TE module through **kwargs",
             message="TEM003 untracked flag in **{mapping} to {callee}: store None or guard it",
             fix="safe",
+            fix_title="stored value -> `None` (or guarded)",
             explanation=f"""\
 The flag is stored in a mapping that is splatted (`**kwargs`) into a TE module call in the
 same function: `{{"is_first_microbatch": v}}`, `dict(is_first_microbatch=v)`,
@@ -178,6 +183,7 @@ kwargs = {{"is_first_microbatch": None}}
             summary="is_first_microbatch passed to a TE callable that does not accept it",
             message="TEM004 is_first_microbatch rejected by {callee} (TypeError): remove it",
             fix="none",
+            fix_title="none",
             explanation="""\
 `is_first_microbatch` is given (by keyword, or through a splatted dict literal) to a TE callable
 that has no such parameter, so the call raises `TypeError` when it runs: the constructors of the
@@ -207,6 +213,7 @@ the module call by hand.
             "per step",
             message="TEM005 repeated call of {callee} ({why}): pass None",
             fix="safe",
+            fix_title="value -> `None`",
             explanation="""\
 A flag that is not `None` (even a tracked one, even a forwarded parameter) reaches a TE module
 that can run more than once per forward: the call is in a `for`/`while` loop or a comprehension
