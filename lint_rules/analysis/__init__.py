@@ -38,10 +38,9 @@ def analyze_tree(
 
 
 _TE_IMPORT = re.compile(r"^[ \t]*(?:from|import)[ \t]+transformer_engine\b", re.MULTILINE)
-_TE_CLASS_WORDS = tuple(
-    sorted({name.replace("LayerNorm", "").replace("Grouped", "") for name in FLAG_POSITION})
-)
-"""Every TE class that takes the flag contains one of these (Linear, MLP, ...)."""
+_TE_CLASS_WORD = re.compile(r"(?<![\w])(?<!nn\.)(?:{})\b".format("|".join(sorted(FLAG_POSITION))))
+"""A TE class that takes the flag, as a word (not ``TELinear``, ``ColumnParallelLinear`` or
+``nn.Linear``)."""
 
 
 def mentions_flag(text: str) -> bool:
@@ -54,8 +53,8 @@ def mentions_flag(text: str) -> bool:
         return True
     return (
         TE_ROOT in text
-        and any(word in text for word in _TE_CLASS_WORDS)
         and _TE_IMPORT.search(text) is not None
+        and _TE_CLASS_WORD.search(text) is not None
     )
 
 

@@ -6,11 +6,12 @@
 from __future__ import annotations
 
 import ast
+import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from lint_rules.analysis.resolve import Callee, TEModule, TERejects, Unresolved
-from lint_rules.analysis.symbols import Branch, Scope, constant_str, is_none
+from lint_rules.analysis.symbols import Branch, Scope, constant_str, dotted, is_none
 from lint_rules.analysis.walk import COMPREHENSIONS, Context, exclusive
 from lint_rules.findings import Fix
 from lint_rules.rules import callee_text, repeat_text
@@ -28,8 +29,6 @@ class FlagCall:
     ctx: Context
     scope: Scope | None
     callee: Callee
-    target: str
-    """The ``{callee}`` text of the messages."""
     guarded: bool
     """The call sits in a branch that runs only when a guard returned True."""
     keyword: ast.keyword | None
@@ -41,6 +40,17 @@ class FlagCall:
     repeated: str | None
     """Why the call may run more than once per forward (TEM005), if it may."""
 
+    @functools.cached_property
+    def target(self) -> str:
+        """The ``{callee}`` text of the messages (built only for a finding)."""
+        callee = self.callee
+        via = callee.via if isinstance(callee, (TEModule, Unresolved)) else ""
+        func = self.call.args[0] if via else self.call.func
+        through = f" through `{via}`" if via else ""
+        if isinstance(callee, TEModule):
+            return callee_text(describe(func), callee.cls or None) + through
+        return callee_text(describe(func), resolved=False) + through
+
 
 @dataclass
 class CallSite:
@@ -50,7 +60,7 @@ class CallSite:
     flag_node: ast.AST
     fix: Fix | None
     exclusive_path: tuple[tuple[int, int], ...]
-    target: str
+    call: FlagCall
 
 
 def describe(func: ast.expr) -> str:
@@ -81,16 +91,11 @@ def check_call(a: Analysis, call: ast.Call, ctx: Context) -> None:
     if isinstance(callee, TERejects):
         tem004_rejected(a, call, callee, keyword, splats)
         return
-    via = callee.via if isinstance(callee, (TEModule, Unresolved)) else ""
-    func = call.args[0] if via else call.func
-    through = f" through `{via}`" if via else ""
     if isinstance(callee, TEModule):
-        target = callee_text(describe(func), callee.cls or None) + through
         index = None if keyword is not None else flag_index(call, callee.cls, callee.shift)
     elif isinstance(callee, Unresolved) and (keyword is not None or splats):
         if a.settings.unresolved != "report":
             return
-        target = callee_text(describe(func), resolved=False) + through
         index = None
     else:
         return  # not TE, or positional arguments of an unresolved callee (no class, no TEM002)
@@ -102,9 +107,7 @@ def check_call(a: Analysis, call: ast.Call, ctx: Context) -> None:
         repeated = repeat_reason(a, call, ctx)
     guarded = a.tracker.branches_guarded(ctx.branches, scope)
     node = keyword if keyword is not None else value
-    site = FlagCall(
-        call, ctx, scope, callee, target, guarded, keyword, index, value, node, repeated
-    )
+    site = FlagCall(call, ctx, scope, callee, guarded, keyword, index, value, node, repeated)
     shared_fix: Fix | None = None  # what TEM005 does: None, whatever the strategy
     if keyword is not None:
         shared_fix = a.fixes.none_fix(keyword.value, callee)
@@ -118,8 +121,8 @@ def check_call(a: Analysis, call: ast.Call, ctx: Context) -> None:
         return
     tem005_in_loop(a, site, shared_fix)
     if ctx.scope is not None and scope is not None:
-        key = ast.dump(call.func)
-        entry = CallSite(key, node, shared_fix, ctx.exclusive_path, target)
+        key = dotted(call.func) or ast.dump(call.func)
+        entry = CallSite(key, node, shared_fix, ctx.exclusive_path, site)
         a.sites.setdefault(id(ctx.scope[0]), []).append(entry)
 
 
@@ -229,7 +232,7 @@ def tem005_called_twice(a: Analysis) -> None:
                     continue
                 line = others[0].flag_node.lineno  # type: ignore[attr-defined]
                 why = f"also at line {line}"
-                a.report("TEM005", site.flag_node, site.target, site.fix, why=why)
+                a.report("TEM005", site.flag_node, site.call.target, site.fix, why=why)
 
 
 def repeat_reason(a: Analysis, call: ast.Call, ctx: Context) -> str | None:

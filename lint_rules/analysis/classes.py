@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-from lint_rules.analysis.kinds import NOT_TE, PENDING, UNKNOWN, Kind, join, te_instance, unknown
+from lint_rules.analysis.kinds import NOT_TE, UNKNOWN, Kind, join, te_instance, unknown
 from lint_rules.te import TE_ROOT
 
 if TYPE_CHECKING:
@@ -27,7 +27,6 @@ class Classes:
         self.resolver = resolver
         self.symbols = resolver.symbols
         self._lineage: dict[int, list[ast.ClassDef]] = {}
-        self._attributes: dict[tuple[int, str], Kind] = {}
 
     def lineage(self, node: ast.ClassDef) -> list[ast.ClassDef]:
         """The class and its ancestors defined in this file, nearest first, each once."""
@@ -96,20 +95,8 @@ class Classes:
 
     def self_attribute(self, cls: ast.ClassDef, attr: str) -> Kind:
         """``self.attr``: a method, a property's value, or what the class's methods store."""
-        key = (id(cls), attr)
-        cached = self._attributes.get(key)
-        if cached is not None:
-            if cached.tag == "pending":
-                self.resolver.pending_hits += 1
-            return cached
-        self._attributes[key] = PENDING  # a cycle through this attribute contributes nothing
-        before = self.resolver.pending_hits
-        result = self._self_attribute(cls, attr)
-        if self.resolver.pending_hits == before or result.tag == "pending":
-            self._attributes[key] = result if result.tag != "pending" else UNKNOWN
-        else:
-            del self._attributes[key]  # computed while another value was pending: not final
-        return result
+        key = ("attribute", id(cls), attr)
+        return self.resolver.memoised(key, lambda: self._self_attribute(cls, attr))
 
     def _self_attribute(self, cls: ast.ClassDef, attr: str) -> Kind:
         resolver = self.resolver

@@ -14,10 +14,11 @@ from lint_rules.analysis.walk import (
     MODULE_CONTEXT,
     Context,
     Walker,
+    interesting_lines,
     loop_bound_names,
     loop_runs_backward,
 )
-from lint_rules.findings import Finding, Fix
+from lint_rules.findings import Finding, Fix, split_lines
 from lint_rules.rules import MESSAGES
 from lint_rules.settings import Settings
 from lint_rules.te import TE_ROOT
@@ -30,9 +31,10 @@ class Analysis:
         self, tree: ast.Module, settings: Settings, source: str | None, fixes: bool = True
     ) -> None:
         self.tree = tree
+        self.source = source
         self.settings = settings
         self.mentions_te = source is None or TE_ROOT in source
-        self.symbols = ModuleSymbols(tree)
+        self.symbols = ModuleSymbols(tree, source)
         self.resolver = Resolver(self.symbols)
         guards = tuple(dict.fromkeys((*settings.guard_functions, settings.guard_import)))
         self.tracker = Tracker(self.symbols, guards, settings.tracked_functions)
@@ -46,7 +48,10 @@ class Analysis:
         self._loops: dict[int, tuple[set[str], bool]] = {}
 
     def run(self) -> list[Finding]:
-        Walker(self._on_call).walk_body(self.tree.body, MODULE_CONTEXT)
+        interesting = None
+        if self.source is not None:
+            interesting = interesting_lines(split_lines(self.source), self.mentions_te)
+        Walker(self._on_call, interesting).walk_body(self.tree.body, MODULE_CONTEXT)
         checks.tem005_called_twice(self)
         self._share_fixes()
         self.findings.sort(key=lambda f: f.sort_key)

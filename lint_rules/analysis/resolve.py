@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import ast
 import builtins
+import functools
 import warnings
+from collections.abc import Callable
 
 from lint_rules.analysis.classes import Classes
 from lint_rules.analysis.kinds import (
@@ -56,8 +58,10 @@ _CONTAINER_FACTORIES = frozenset(
 _BUILTIN_NAMES = frozenset(dir(builtins))
 MAPPING_STORES = frozenset({"update", "setdefault"})
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_NO_CYCLE = 1 << 30
 
 
+@functools.lru_cache(maxsize=4096)
 def classify_qualname(qual: str) -> Kind:
     cls = te_class_of(qual)
     if cls:
@@ -82,9 +86,35 @@ class Resolver:
         self.symbols = symbols
         self.classes = Classes(self)
         self.resolving: set[int] = set()
-        self.pending_hits = 0
-        """Counts cycles met: a value computed while one was pending is not memoised."""
-        self._returns: dict[int, Kind] = {}
+        self._memo: dict[tuple[object, ...], Kind] = {}
+        self._depth: dict[tuple[object, ...], int] = {}
+        self._low = _NO_CYCLE
+
+    def memoised(self, key: tuple[object, ...], compute: Callable[[], Kind]) -> Kind:
+        """``compute()`` once per key. A key met again while it is being computed (a cycle:
+        ``x = f(x)``, an attribute built from itself) is ``PENDING``, which ``join`` ignores;
+        a result is kept only when every cycle it met closes at this key or below it, so a
+        value computed while an outer one was pending is computed again later."""
+        memo = self._memo
+        if key in memo:
+            return memo[key]
+        depth = self._depth.get(key)
+        if depth is not None:
+            self._low = min(self._low, depth)
+            return PENDING
+        depth = len(self._depth)
+        self._depth[key] = depth
+        outer_low, self._low = self._low, _NO_CYCLE
+        try:
+            result = compute()
+        finally:
+            del self._depth[key]
+        if self._low >= depth:
+            memo[key] = UNKNOWN if result.tag == "pending" else result
+            self._low = outer_low
+        else:
+            self._low = min(outer_low, self._low)
+        return result
 
     # -- the callee of a call ---------------------------------------------------------------
 
@@ -147,7 +177,7 @@ class Resolver:
     def resolve_name(self, name: str, scope: Scope | None) -> Kind:
         owner = scope.lookup(name) if scope is not None else None
         if owner is not None:
-            return self._local(name, owner)
+            return self.memoised(("local", name, id(owner)), lambda: self._local(name, owner))
         symbols = self.symbols
         imported = symbols.alias_choices.get(name, ())
         te_imports = [q for q in imported if q == TE_ROOT or q.startswith(TE_ROOT + ".")]
@@ -234,7 +264,7 @@ class Resolver:
         """What ``node`` evaluates to: a TE class, a TE instance, a container of them..."""
         key = id(node)
         if key in self.resolving:
-            self.pending_hits += 1
+            self._low = min(self._low, 0)  # a cycle through an expression: keep nothing open
             return PENDING
         self.resolving.add(key)
         try:
@@ -348,7 +378,7 @@ class Resolver:
             if inner.tag == "te_instance" and len(call.args) > 1:
                 return te_instance("")  # bound positional arguments move the flag
             return inner
-        return unknown(f"the result of `{_describe(func)}`")
+        return unknown(f"the result of `{dotted(func) or 'a call'}`")
 
     def _library_call(self, qual: str, call: ast.Call, scope: Scope | None) -> Kind:
         short = qual.rsplit(".", 1)[-1]
@@ -380,26 +410,18 @@ class Resolver:
         owner: ast.ClassDef | None,
     ) -> Kind:
         """What calling an in-file function or method returns (a factory's product)."""
-        cached = self._returns.get(id(function))
-        if cached is not None:
-            if cached.tag == "pending":
-                self.pending_hits += 1
-            return cached
         if isinstance(function, ast.AsyncFunctionDef) or any(
             isinstance(n, (ast.Yield, ast.YieldFrom)) for n in ast.walk(function)
         ):
             return unknown(f"`{function.name}` is a generator or a coroutine")
-        self._returns[id(function)] = PENDING
-        before = self.pending_hits
-        scope = self.symbols.scope(function, parent, owner)
-        values = [s.value for s in statements(function.body) if isinstance(s, ast.Return)]
-        kinds = [self.resolve(v, scope) if v is not None else NOT_TE for v in values]
-        result = join(kinds) if kinds else NOT_TE
-        if self.pending_hits == before and result.tag != "pending":
-            self._returns[id(function)] = result
-        else:
-            del self._returns[id(function)]
-        return result
+
+        def compute() -> Kind:
+            scope = self.symbols.scope(function, parent, owner)
+            values = [s.value for s in statements(function.body) if isinstance(s, ast.Return)]
+            kinds = [self.resolve(v, scope) if v is not None else NOT_TE for v in values]
+            return join(kinds) if kinds else NOT_TE
+
+        return self.memoised(("returns", id(function)), compute)
 
 
 def _legacy_te_checkpoint(call: ast.Call) -> bool:

@@ -155,8 +155,10 @@ class Scope:
 class _ScopeCollector:
     """Collect a function's bindings, with the guarding branches each one sits in."""
 
-    def __init__(self, scope: Scope) -> None:
+    def __init__(self, scope: Scope, walrus: bool = True) -> None:
         self.scope = scope
+        self.walrus = walrus
+        """False when the file has no ``:=``: expressions then bind nothing."""
 
     def bind(self, name: str, binding: Binding) -> None:
         self.scope.bindings.setdefault(name, []).append(binding)
@@ -226,11 +228,13 @@ class _ScopeCollector:
             return
         elif isinstance(stmt, ast.Expr):
             self.update_call(stmt.value, branches)
-        for child in ast.iter_child_nodes(stmt):
-            if isinstance(child, ast.stmt):
+        if self.walrus:
+            for child in ast.iter_child_nodes(stmt):
+                if isinstance(child, ast.expr):
+                    self.expr(child, branches)
+        for field_name in ("body", "orelse"):  # for, while, with: the same branches
+            for child in getattr(stmt, field_name, ()):
                 self.stmt(child, branches)
-            elif isinstance(child, ast.expr):
-                self.expr(child, branches)
 
     def assign_target(
         self, target: ast.expr, value: ast.expr, branches: tuple[Branch, ...]
@@ -263,6 +267,8 @@ class _ScopeCollector:
 
     def expr(self, expr: ast.expr, branches: tuple[Branch, ...]) -> None:
         """Walrus targets bind in the function; nested scopes are skipped."""
+        if not self.walrus:
+            return
         stack = [expr]
         while stack:
             node = stack.pop()
@@ -379,7 +385,8 @@ class ModuleSymbols:
     Imports inside functions live in their scopes, not here.
     """
 
-    def __init__(self, tree: ast.Module) -> None:
+    def __init__(self, tree: ast.Module, source: str | None = None) -> None:
+        self.walrus = source is None or ":=" in source
         self.alias_choices: dict[str, list[str]] = {}
         """Every module a module-level name may be imported from (``try``/``if`` picks one)."""
         self.functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
@@ -442,7 +449,7 @@ class ModuleSymbols:
         scope = self._scopes.get(node)
         if scope is None:
             scope = Scope(node, parent, cls)
-            _ScopeCollector(scope).collect(node)
+            _ScopeCollector(scope, self.walrus).collect(node)
             self._scopes[node] = scope
         return scope
 

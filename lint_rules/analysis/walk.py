@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from lint_rules.analysis.symbols import Branch, FunctionNode, target_names
 
@@ -109,15 +110,63 @@ def loop_steps_optimizer(loop: ast.AST) -> bool:
     return False
 
 
-class Walker:
-    """Visit every call of a module once, in order, with its ``Context``."""
+_COMPOUND = (
+    ast.FunctionDef,
+    ast.AsyncFunctionDef,
+    ast.ClassDef,
+    ast.If,
+    ast.For,
+    ast.AsyncFor,
+    ast.While,
+    ast.With,
+    ast.AsyncWith,
+    ast.Try,
+    *(getattr(ast, name) for name in ("TryStar", "Match") if hasattr(ast, name)),
+)
 
-    def __init__(self, on_call: Callable[[ast.Call, Context], None]) -> None:
+
+def interesting_lines(lines: Sequence[str], te_file: bool) -> Callable[[int, int], bool]:
+    """Which statements can hold a call a rule looks at, from their text alone.
+
+    A call passing the flag by keyword spells it, a splat spells ``**``, and a call with two
+    positional arguments (a positional flag, only looked for in files that import TE) has a
+    comma: a simple statement whose lines have none of these is not walked at all.
+    """
+    marks = [0]
+    for line in lines:
+        hit = "is_first_microbatch" in line or "**" in line or (te_file and "," in line)
+        marks.append(marks[-1] + hit)
+
+    def interesting(first: int, last: int) -> bool:
+        return marks[min(last, len(marks) - 1)] > marks[first - 1]
+
+    return interesting
+
+
+class Walker:
+    """Visit every call of a module once, in order, with its ``Context``.
+
+    ``interesting(first_line, last_line)``, when given, says which simple statements can hold
+    a call worth checking; the others are skipped (compound statements are always entered).
+    """
+
+    def __init__(
+        self,
+        on_call: Callable[[ast.Call, Context], None],
+        interesting: Callable[[int, int], bool] | None = None,
+    ) -> None:
         self.on_call = on_call
+        self.interesting = interesting
 
     def walk_body(self, body: Sequence[ast.AST], ctx: Context) -> None:
+        interesting = self.interesting
         for node in body:
-            self.walk(node, ctx)
+            if (
+                interesting is None
+                or isinstance(node, _COMPOUND)
+                or interesting(node.lineno, node.end_lineno or node.lineno)  # type: ignore[attr-defined]
+            ):
+                self.walk(node, ctx)
             if isinstance(node, ast.If) and node.body and _leaves_block(node.body[-1]):
                 # `if not tracked(cfg): return ...`: what follows runs only when the test is
                 # false, exclusive with the `if` body (like an `else`).
@@ -126,76 +175,108 @@ class Walker:
                 ctx = ctx.branch(node.test, True, node, 0)
 
     def walk(self, node: ast.AST, ctx: Context) -> None:
-        if isinstance(node, ast.ClassDef):
-            for child in (*node.bases, *node.keywords, *node.decorator_list):
-                self.walk(child, ctx)
-            self.walk_body(node.body, Context(node, ctx.scope, (), (), ()))
+        special = _SPECIAL.get(type(node))
+        if special is not None:
+            special(self, node, ctx)
             return
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-            for default in (*node.args.defaults, *[d for d in node.args.kw_defaults if d]):
-                self.walk(default, ctx)
-            if not isinstance(node, ast.Lambda):
-                for deco in node.decorator_list:
-                    self.walk(deco, ctx)
-            inner = Context(None, (node, ctx, ctx.cls), (), (), ())
-            if isinstance(node, ast.Lambda):
-                self.walk(node.body, inner)
-            else:
-                self.walk_body(node.body, inner)
-            return
-        if isinstance(node, ast.If):
-            self.walk(node.test, ctx)
-            self.walk_body(node.body, ctx.branch(node.test, True, node, 0))
-            self.walk_body(node.orelse, ctx.branch(node.test, False, node, 1))
-            return
-        if isinstance(node, ast.IfExp):
-            self.walk(node.test, ctx)
-            self.walk(node.body, ctx.branch(node.test, True, node, 0))
-            self.walk(node.orelse, ctx.branch(node.test, False, node, 1))
-            return
-        if isinstance(node, ast.Try) or type(node).__name__ == "TryStar":
-            self.walk_body(node.body, ctx.exclusive(node, 0))  # type: ignore[attr-defined]
-            for index, handler in enumerate(node.handlers, start=1):  # type: ignore[attr-defined]
-                self.walk(handler, ctx.exclusive(node, index))
-            self.walk_body(node.orelse, ctx.exclusive(node, 0))  # type: ignore[attr-defined]
-            self.walk_body(node.finalbody, ctx)  # type: ignore[attr-defined]
-            return
-        if isinstance(node, getattr(ast, "Match", ())):
-            self.walk(node.subject, ctx)  # type: ignore[attr-defined]
-            for index, case in enumerate(node.cases):  # type: ignore[attr-defined]
-                arm = ctx.exclusive(node, index)  # at most one arm runs, as with if/elif
-                if case.guard is not None:
-                    self.walk(case.guard, arm)
-                self.walk_body(case.body, arm)
-            return
-        if isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
-            head = node.iter if not isinstance(node, ast.While) else node.test
-            self.walk(head, ctx)
-            self.walk_body(node.body, ctx.loop(node))
-            self.walk_body(node.orelse, ctx)
-            return
-        if isinstance(node, COMPREHENSIONS):
-            if node.generators:
-                self.walk(node.generators[0].iter, ctx)
-            loop_ctx = ctx.loop(node)
-            for index, gen in enumerate(node.generators):
-                if index:
-                    self.walk(gen.iter, loop_ctx)
-                for cond in gen.ifs:
-                    self.walk(cond, loop_ctx)
-            if isinstance(node, ast.DictComp):
-                self.walk(node.key, loop_ctx)
-                self.walk(node.value, loop_ctx)
-            else:
-                self.walk(node.elt, loop_ctx)
-            return
-        if isinstance(node, ast.Call):
-            self.on_call(node, ctx)
+        if type(node) is ast.Call:
+            self.on_call(node, ctx)  # type: ignore[arg-type]
         for name in node._fields:
             value = getattr(node, name, None)
-            if isinstance(value, list):
+            if type(value) is list:
                 for item in value:
-                    if isinstance(item, ast.AST) and type(item) not in _LEAVES:
+                    if type(item) not in _LEAVES and isinstance(item, ast.AST):
                         self.walk(item, ctx)
-            elif isinstance(value, ast.AST) and type(value) not in _LEAVES:
+            elif type(value) not in _LEAVES and isinstance(value, ast.AST):
                 self.walk(value, ctx)
+
+    def _class(self, node: ast.ClassDef, ctx: Context) -> None:
+        for child in (*node.bases, *node.keywords, *node.decorator_list):
+            self.walk(child, ctx)
+        self.walk_body(node.body, Context(node, ctx.scope, (), (), ()))
+
+    def _function(self, node: FunctionNode, ctx: Context) -> None:
+        for default in (*node.args.defaults, *[d for d in node.args.kw_defaults if d]):
+            self.walk(default, ctx)
+        if not isinstance(node, ast.Lambda):
+            for deco in node.decorator_list:
+                self.walk(deco, ctx)
+        inner = Context(None, (node, ctx, ctx.cls), (), (), ())
+        if isinstance(node, ast.Lambda):
+            self.walk(node.body, inner)
+        else:
+            self.walk_body(node.body, inner)
+
+    def _if(self, node: ast.If, ctx: Context) -> None:
+        self.walk(node.test, ctx)
+        self.walk_body(node.body, ctx.branch(node.test, True, node, 0))
+        self.walk_body(node.orelse, ctx.branch(node.test, False, node, 1))
+
+    def _ifexp(self, node: ast.IfExp, ctx: Context) -> None:
+        self.walk(node.test, ctx)
+        self.walk(node.body, ctx.branch(node.test, True, node, 0))
+        self.walk(node.orelse, ctx.branch(node.test, False, node, 1))
+
+    def _try(self, node: ast.Try, ctx: Context) -> None:
+        self.walk_body(node.body, ctx.exclusive(node, 0))
+        for index, handler in enumerate(node.handlers, start=1):
+            arm = ctx.exclusive(node, index)
+            if handler.type is not None:
+                self.walk(handler.type, arm)
+            self.walk_body(handler.body, arm)
+        self.walk_body(node.orelse, ctx.exclusive(node, 0))
+        self.walk_body(node.finalbody, ctx)
+
+    def _match(self, node: ast.AST, ctx: Context) -> None:
+        self.walk(node.subject, ctx)  # type: ignore[attr-defined]
+        for index, case in enumerate(node.cases):  # type: ignore[attr-defined]
+            arm = ctx.exclusive(node, index)  # at most one arm runs, as with if/elif
+            if case.guard is not None:
+                self.walk(case.guard, arm)
+            self.walk_body(case.body, arm)
+
+    def _loop(self, node: ast.For | ast.AsyncFor | ast.While, ctx: Context) -> None:
+        head = node.iter if not isinstance(node, ast.While) else node.test
+        self.walk(head, ctx)
+        self.walk_body(node.body, ctx.loop(node))
+        self.walk_body(node.orelse, ctx)
+
+    def _with(self, node: ast.With | ast.AsyncWith, ctx: Context) -> None:
+        for item in node.items:
+            self.walk(item.context_expr, ctx)
+        self.walk_body(node.body, ctx)
+
+    def _comprehension(self, node: ast.AST, ctx: Context) -> None:
+        generators = node.generators  # type: ignore[attr-defined]
+        if generators:
+            self.walk(generators[0].iter, ctx)
+        loop_ctx = ctx.loop(node)
+        for index, gen in enumerate(generators):
+            if index:
+                self.walk(gen.iter, loop_ctx)
+            for cond in gen.ifs:
+                self.walk(cond, loop_ctx)
+        if isinstance(node, ast.DictComp):
+            self.walk(node.key, loop_ctx)
+            self.walk(node.value, loop_ctx)
+        else:
+            self.walk(node.elt, loop_ctx)  # type: ignore[attr-defined]
+
+
+_SPECIAL: dict[type, Callable[[Walker, Any, Context], None]] = {
+    ast.ClassDef: Walker._class,
+    ast.FunctionDef: Walker._function,
+    ast.AsyncFunctionDef: Walker._function,
+    ast.Lambda: Walker._function,
+    ast.If: Walker._if,
+    ast.IfExp: Walker._ifexp,
+    ast.Try: Walker._try,
+    ast.For: Walker._loop,
+    ast.AsyncFor: Walker._loop,
+    ast.While: Walker._loop,
+    ast.With: Walker._with,
+    ast.AsyncWith: Walker._with,
+    **{kind: Walker._comprehension for kind in COMPREHENSIONS},
+    **({ast.TryStar: Walker._try} if hasattr(ast, "TryStar") else {}),  # type: ignore[attr-defined]
+    **({ast.Match: Walker._match} if hasattr(ast, "Match") else {}),  # type: ignore[attr-defined]
+}
