@@ -6,8 +6,10 @@ from pathlib import Path
 from typing import Any
 
 STYLE = {
+    "check": ("#08306b", "P", "-"),
     "check -j1": ("#1f77b4", "o", "-"),
     "check -j2": ("#1f77b4", "s", "--"),
+    "ruff --select B (cached)": ("#8c1a1a", "<", ":"),
     "ruff --select B": ("#d62728", "^", "-"),
     "ruff --select F": ("#ff9896", "v", "--"),
     "flake8 --select TEM": ("#2ca02c", "D", "-"),

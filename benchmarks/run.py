@@ -67,6 +67,8 @@ class Workload:
     lines: int
     bytes: int
     relevant_files: int
+    parsed_files: int | None = None
+    """Files the prefilter lets through to the parser (``analysis.mentions_flag``)."""
     fraction: float | None = None
     expected: dict[str, int] | None = None
     version: str | None = None
@@ -150,11 +152,30 @@ def _flake8_env(without: str = "", times: str = "") -> dict[str, str]:
     return env
 
 
-def make_tools(ncores: int, torchfix: str | None, cache: Path) -> dict[str, Tool]:
+def install_checkout(cache: Path) -> str:
+    """This checkout installed as a regular (non-editable) package in its own venv, as users
+    get it from a wheel: an editable install adds an import hook that costs ~15 ms at every
+    start. Returns its ``te-microbatch-lint``."""
+    venv = cache / "venvs" / "te-microbatch-lint-bench"
+    python = venv / "bin" / "python"
+    if not python.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    _log(f"installing {REPO_ROOT} into {venv} ...")
+    subprocess.run(
+        [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+         "--force-reinstall", "--no-deps", str(REPO_ROOT), "pathspec>=0.12"],
+        check=True,
+    )
+    return str(venv / "bin" / "te-microbatch-lint")
+
+
+def make_tools(
+    ncores: int, torchfix: str | None, cache: Path, check: str | None = None
+) -> dict[str, Tool]:
     """Every tool as it is run. Caches: ``check`` and ``ruff ... (cached)`` keep theirs in
     ``<cache>/bench-caches`` and are warmed by an untimed run (their default way of running);
     every other row runs without a cache (``--no-cache``)."""
-    check = _exe("te-microbatch-lint")
+    check = check or _exe("te-microbatch-lint")
     flake8 = _exe("flake8")
     ruff = _exe("ruff")
     py = sys.executable
@@ -236,10 +257,15 @@ def corpus_workload(spec: CorpusSpec, cache: Path) -> Workload:
     package = root / spec.package_dir
     files = python_files(package)
     lines, size = count_lines(files)
-    relevant = sum(1 for f in files if b"is_first_microbatch" in f.read_bytes())
+    from lint_rules.analysis import mentions_flag
+
+    texts = [f.read_bytes().decode("utf-8", "replace") for f in files]
+    relevant = sum(1 for text in texts if "is_first_microbatch" in text)
+    parsed = sum(1 for text in texts if mentions_flag(text))
     return Workload(
         name=spec.key, kind="corpus", cwd=root, paths=[spec.package_dir], files=len(files),
         lines=lines, bytes=size, relevant_files=relevant, version=spec.version,
+        parsed_files=parsed,
     )
 
 
@@ -360,7 +386,7 @@ def plugin_attribution(workload: Workload, timeout: float) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------- summaries
 
 
-def environment(ncores: int, torchfix: str | None) -> dict[str, Any]:
+def environment(ncores: int, torchfix: str | None, check: str) -> dict[str, Any]:
     def version(cmd: list[str]) -> str:
         try:
             out = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
@@ -383,7 +409,8 @@ def environment(ncores: int, torchfix: str | None) -> dict[str, Any]:
         "cpu": cpu,
         "cores": ncores,
         "load_avg_at_start": os.getloadavg(),
-        "te_microbatch_lint": version([_exe("te-microbatch-lint"), "--version"]),
+        "te_microbatch_lint": version([check, "--version"]),
+        "te_microbatch_lint_command": check,
         "flake8": version([_exe("flake8"), "--version"]),
         "ruff": version([_exe("ruff"), "--version"]),
         "grep": version(["grep", "--version"]),
@@ -416,6 +443,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--reuse-torchfix", type=Path, default=None, metavar="RESULTS_JSON",
                    help="take TorchFix's megatron-core timing from an earlier run's JSON")
     p.add_argument("--no-memory", action="store_true", help="skip the sampled memory runs")
+    p.add_argument(
+        "--editable",
+        action="store_true",
+        help="time this environment's te-microbatch-lint instead of a regular install",
+    )
     p.add_argument("--jobs-max", type=int, default=os.cpu_count() or 1,
                    help="the N of `check -jN` (default: all cores)")
     p.add_argument("--timeout", type=float, default=1200.0, help="per command, seconds")
@@ -445,7 +477,8 @@ def main(argv: list[str] | None = None) -> int:
     cache = (args.cache or cache_root()).resolve()
     ncores = max(1, args.jobs_max)
     torchfix = ensure_torchfix(cache) if args.with_torchfix else None
-    tools = make_tools(ncores, torchfix, cache)
+    check = _exe("te-microbatch-lint") if args.editable else install_checkout(cache)
+    tools = make_tools(ncores, torchfix, cache, check)
 
     workloads = [startup_workload(cache)]
     for name in [n for n in args.corpora.split(",") if n]:
@@ -455,7 +488,7 @@ def main(argv: list[str] | None = None) -> int:
         fractions = [float(f) for f in args.fractions.split(",") if f]
         workloads += synth_workloads(cache, sizes, fractions)
 
-    meta = environment(ncores, torchfix)
+    meta = environment(ncores, torchfix, check)
     meta["command"] = " ".join([Path(sys.executable).name, *sys.argv])
     meta["repeats"] = args.repeats
     print(f"# te-microbatch-lint benchmark, {meta['date_utc']}, {meta['cpu']} x{ncores}, "

@@ -83,7 +83,8 @@ def print_table(summary: dict[str, Any], ncores: int) -> None:
     ref = tools.get(ref_name, {}).get("median_s")
     print()
     print(f"## {w['name']}: {w['files']} files, {w['lines']:,} lines, "
-          f"{w['relevant_files']} mention is_first_microbatch")
+          f"{w['relevant_files']} mention is_first_microbatch, "
+          f"{w.get('parsed_files') or w['relevant_files']} parsed")
     header = (f"| {'tool':<28} | median s | min s | cpu s | peak MB | findings | stable "
               f"| {ref_name} / tool |")
     print(header)

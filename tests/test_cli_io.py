@@ -282,3 +282,17 @@ def test_cache_reuses_results_and_notices_edits(
 def _stderr_of(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
     main(argv)
     return capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("load", "workers"), [(0.0, 4), (0.4, 4), (1.0, 3), (2.6, 1), (9.0, 1)])
+def test_default_jobs_leave_busy_cores_alone(
+    load: float, workers: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
+    monkeypatch.setattr("os.getloadavg", lambda: (load, load, load))
+    assert running.default_cpus() == workers
+    plan = running.Plan(["a", "b"], [None, None], [("a", None), ("b", None)], 10**7)
+    assert running.pool_size(plan, None, running.default_cpus()) == min(workers, 2)
+    assert running.pool_size(plan, 3, running.default_cpus()) == 2  # --jobs is obeyed
+    small = running.Plan(["a", "b"], [None, None], [("a", None), ("b", None)], 1000)
+    assert running.pool_size(small, None, 4) == 1

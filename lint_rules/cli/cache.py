@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import tempfile
 import time
 from dataclasses import astuple, fields
 from typing import Any
@@ -98,6 +97,8 @@ class ResultCache:
             return
         oldest = self.now - MAX_AGE_S
         kept = {k: v for k, v in self.entries.items() if isinstance(v, list) and v[0] >= oldest}
+        import tempfile
+
         with contextlib.suppress(OSError):
             self._prepare()
             fd, temp = tempfile.mkstemp(dir=self.directory, prefix=".", suffix=".tmp")

@@ -158,9 +158,12 @@ def _ignored(path: str, is_dir: bool, specs: Sequence[_IgnoreFile]) -> bool:
     """Whether the deepest ignore file with a pattern for ``path`` ignores it."""
     absolute = os.path.abspath(path)
     for ignore in specs:
-        relative = os.path.relpath(absolute, ignore.base).replace(os.sep, "/")
-        if relative.startswith("../"):
+        prefix = ignore.base.rstrip(os.sep) + os.sep
+        if not absolute.startswith(prefix):
             continue
+        relative = absolute[len(prefix) :]
+        if os.sep != "/":  # pragma: no cover - Windows
+            relative = relative.replace(os.sep, "/")
         include = _check(ignore.spec, relative + "/" if is_dir else relative)
         if include is not None:
             return include

@@ -80,8 +80,8 @@ def build_parser() -> argparse.ArgumentParser:
         type=_jobs,
         default=None,
         metavar="N",
-        help="worker processes (default: all cores, but only when the files to parse are "
-        "enough to pay for a process pool)",
+        help="worker processes (default: the idle cores, and only when the files to parse "
+        "are enough to pay for a process pool)",
     )
     common.add_argument(
         "--config",

@@ -286,7 +286,8 @@ def plan_files(
 
 
 def pool_size(plan: Plan, jobs: int | None, cpus: int) -> int:
-    """Workers for the parse pass: ``--jobs`` when given, else all cores only if it pays."""
+    """Workers for the parse pass: ``--jobs`` when given, else the idle cores (``cpus``), and
+    only when the bytes to parse are enough to pay for a pool."""
     if len(plan.to_parse) <= 1:
         return 1
     if jobs is not None:
@@ -319,6 +320,15 @@ def _parse(
 
 
 def default_cpus() -> int:
+    """Cores this process may use that are not already busy: the cores it may run on, less
+    the one-minute load average (rounded), at least one. On a shared two-core machine that is
+    already running something else, a pool of two would only slow the run down."""
     if hasattr(os, "sched_getaffinity"):
-        return max(1, len(os.sched_getaffinity(0)))
-    return max(1, os.cpu_count() or 1)
+        cores = max(1, len(os.sched_getaffinity(0)))
+    else:  # pragma: no cover - macOS, Windows
+        cores = max(1, os.cpu_count() or 1)
+    try:
+        busy = os.getloadavg()[0]
+    except (AttributeError, OSError):  # pragma: no cover - Windows
+        busy = 0.0
+    return max(1, min(cores, int(cores - busy + 0.5)))
