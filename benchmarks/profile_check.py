@@ -57,7 +57,7 @@ def tree_files(name: str, n_files: int) -> tuple[Path, list[str], list[str]]:
 
 
 def phases(root: Path, files: list[str]) -> None:
-    from lint_rules.analysis import analyze_tree
+    from lint_rules.analysis import analyze_tree, mentions_flag
     from lint_rules.cli.running import _reported
     from lint_rules.fileio import read_source
     from lint_rules.noqa import filter_noqa
@@ -74,7 +74,7 @@ def phases(root: Path, files: list[str]) -> None:
         b = clock()
         source = read_source(path)
         c = clock()
-        relevant = "is_first_microbatch" in source.text
+        relevant = mentions_flag(source.text)
         d = clock()
         t["open+read bytes (measured apart)"] += b - a
         t["read_source (stat, read, NUL scan, detect encoding, decode)"] += c - b
@@ -113,7 +113,8 @@ def profile_cli(
 ) -> None:
     from lint_rules import cli
 
-    argv = ["check", *paths, "--isolated", "--quiet", "--jobs", "1", "--format", "json"]
+    argv = ["check", *paths, "--isolated", "--quiet", "--no-cache", "--jobs", "1"]
+    argv += ["--format", "json"]
     old = os.getcwd()
     os.chdir(root)
     try:
@@ -183,7 +184,7 @@ def startup() -> None:
         "from lint_rules import cli\n"
         "os.chdir(sys.argv[1])\n"
         "with contextlib.redirect_stdout(io.StringIO()): cli.main(['check', sys.argv[2], "
-        "'--isolated', '--quiet', '--jobs', '1'])\n"
+        "'--isolated', '--quiet', '--no-cache', '--jobs', '1'])\n"
         "heavy = [m for m in ('libcst', 'flake8', 'torch', 'multiprocessing', "
         "'concurrent.futures', 'tomllib') if m in sys.modules]\n"
         "print(' '.join(heavy) or 'none')\n"
