@@ -303,7 +303,10 @@ RELEASES: dict[str, tuple[str, set[tuple[str, int, str, str]]]] = {
 
 
 def _named(message: str) -> str:
-    return UNRESOLVED if " unresolved `" in message else RESOLVED
+    """How the message names the callee: a resolved TE module, or unresolved."""
+    if "unresolved `" in message or "not resolved" in message:
+        return UNRESOLVED
+    return RESOLVED if re.search(r"\bTE (\w+ )?`", message) else message
 
 
 @pytest.mark.slow
