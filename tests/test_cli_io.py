@@ -277,6 +277,10 @@ def test_cache_reuses_results_and_notices_edits(
     assert "internal error" in _stderr_of(["check", "--jobs", "1", "pkg/model.py"], capsys)
     assert "internal error" in _stderr_of(["check", "--disable-noqa", "pkg/suppressed.py"], capsys)
     assert "internal error" in _stderr_of(["check", "--no-cache", "pkg/sub"], capsys)
+    assert "internal error" in _stderr_of(["check", "--unresolved", "ignore", "pkg/sub"], capsys)
+    # select/ignore only filter what is reported: still answered from the cache.
+    assert main(["check", "--select", "TEM004", "pkg/sub"]) == 0
+    assert "internal error" not in capsys.readouterr().err
 
 
 def _stderr_of(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
@@ -296,3 +300,24 @@ def test_default_jobs_leave_busy_cores_alone(
     assert running.pool_size(plan, 3, running.default_cpus()) == 2  # --jobs is obeyed
     small = running.Plan(["a", "b"], [None, None], [("a", None), ("b", None)], 1000)
     assert running.pool_size(small, None, 4) == 1
+
+
+def test_json_and_sarif_carry_each_fix_applicability(tree: Path) -> None:
+    from lint_rules.analysis import analyze_source
+
+    expected = {}
+    for name in ("pkg/model.py", "pkg/sub/unresolved.py"):
+        for finding in analyze_source((tree / name).read_text("utf-8")):
+            fix = finding.fix
+            expected[(name, finding.line, finding.code)] = fix.applicability if fix else None
+    rows = json.loads(run("check", "--format", "json", "pkg", cwd=tree).stdout)
+    assert {(r["path"], r["line"], r["code"]): r["applicability"] for r in rows} == expected
+    results = _sarif(tree, "pkg")["results"]
+    for result in results:
+        location = result["locations"][0]["physicalLocation"]
+        key = (
+            location["artifactLocation"]["uri"],
+            location["region"]["startLine"],
+            result["ruleId"],
+        )
+        assert result.get("properties", {}).get("fixApplicability") == expected[key]

@@ -84,10 +84,21 @@ class Job:
     mode: str = "check"  # check | write | diff | verify (fix --check without --diff) | stdout
 
 
+NOT_IN_CACHE_KEY = frozenset({"select", "ignore", "exclude", "extend_exclude", "config_file"})
+"""Settings that never change a file's findings (``select``/``ignore`` filter them later)."""
+
+
 def content_digest(settings: Settings, disable_noqa: bool, raw: bytes) -> str:
-    """Cache key: the file's bytes and everything that can change its findings."""
+    """Cache key: the file's bytes and every setting that can change its findings."""
+    from dataclasses import fields
+
     digest = blake2b(raw, digest_size=20)
-    digest.update(repr((settings, disable_noqa)).encode("utf-8", "backslashreplace"))
+    values = [
+        (f.name, getattr(settings, f.name))
+        for f in fields(settings)
+        if f.name not in NOT_IN_CACHE_KEY
+    ]
+    digest.update(repr((values, disable_noqa)).encode("utf-8", "backslashreplace"))
     return digest.hexdigest()
 
 
