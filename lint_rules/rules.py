@@ -246,20 +246,24 @@ parameter changes what the caller asked for, so that fix is unsafe (`--unsafe-fi
 }
 
 
-def callee_text(spelling: str, te_class: str | None = None, resolved: bool = True) -> str:
+def callee_text(
+    spelling: str, te_class: str | None = None, resolved: bool = True, via: str = ""
+) -> str:
     """The ``{callee}`` of a message, from the call's spelling and what it resolved to.
 
     ``TE Linear `self.fc``` (a TE class), ``TE `te.fp8_autocast``` (the spelling already names
     the class: no doubled word), ``TE module `self.mlp``` (a TE module of unknown class),
-    ``unresolved `self.decoder.fc``` (the callee could not be resolved).
+    ``unresolved `self.decoder.fc``` (the callee could not be resolved); ``via`` names a wrapper
+    that forwards the call (``TE Linear `self.fc` via `checkpoint```).
     """
+    through = f" via `{via}`" if via else ""
     if not resolved:
-        return f"unresolved `{spelling}`"
+        return f"unresolved `{spelling}`{through}"
     if te_class is None:
-        return f"TE module `{spelling}`"
+        return f"TE module `{spelling}`{through}"
     if spelling.rsplit(".", 1)[-1] == te_class:
-        return f"TE `{spelling}`"
-    return f"TE {te_class} `{spelling}`"
+        return f"TE `{spelling}`{through}"
+    return f"TE {te_class} `{spelling}`{through}"
 
 
 def repeat_text(kind: str, line: int) -> str:

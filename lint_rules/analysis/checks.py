@@ -46,10 +46,9 @@ class FlagCall:
         callee = self.callee
         via = callee.via if isinstance(callee, (TEModule, Unresolved)) else ""
         func = self.call.args[0] if via else self.call.func
-        through = f" through `{via}`" if via else ""
         if isinstance(callee, TEModule):
-            return callee_text(describe(func), callee.cls or None) + through
-        return callee_text(describe(func), resolved=False) + through
+            return callee_text(describe(func), callee.cls or None, via=via)
+        return callee_text(describe(func), resolved=False, via=via)
 
 
 @dataclass
