@@ -321,3 +321,26 @@ def test_json_and_sarif_carry_each_fix_applicability(tree: Path) -> None:
             result["ruleId"],
         )
         assert result.get("properties", {}).get("fixApplicability") == expected[key]
+
+
+def test_text_findings_stream_as_files_finish(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import lint_rules.analysis
+
+    events: list[str] = []
+    analyze = lint_rules.analysis.analyze_source
+
+    def recording(text: str, *args: object, **kwargs: object) -> list:
+        events.append("parse")
+        return analyze(text, *args, **kwargs)
+
+    class Recorder(io.StringIO):
+        def write(self, text: str) -> int:
+            events.append("write")
+            return super().write(text)
+
+    monkeypatch.setattr(lint_rules.analysis, "analyze_source", recording)
+    monkeypatch.setattr("sys.stdout", Recorder())
+    monkeypatch.chdir(tree)
+    assert main(["check", "--no-cache", "--jobs", "1", "pkg/model.py", "pkg/sub"]) == 1
+    assert events.count("parse") == 2
+    assert events.index("write") < len(events) - 1 - events[::-1].index("parse")
