@@ -51,11 +51,43 @@ def mentions_flag(text: str) -> bool:
     """
     if FLAG in text:
         return True
-    return (
-        TE_ROOT in text
-        and _TE_IMPORT.search(text) is not None
-        and _TE_CLASS_WORD.search(text) is not None
-    )
+    return TE_ROOT in text and _imports_te(text) and _names_te_class(text)
+
+
+def _is_word(char: str) -> bool:
+    return char.isalnum() or char == "_"  # what ``\w`` matches in a str pattern
+
+
+def _imports_te(text: str) -> bool:
+    """``_TE_IMPORT.search(text)``, by ``str.find`` (the regex costs ~0.1 ms per 10 KB)."""
+    at = text.find(TE_ROOT)
+    while at >= 0:
+        end = at + len(TE_ROOT)
+        if end == len(text) or not _is_word(text[end]):
+            head = text[text.rfind("\n", 0, at) + 1 : at].lstrip(" \t")
+            for keyword in ("from", "import"):
+                rest = head[len(keyword) :]
+                if head.startswith(keyword) and rest and not rest.strip(" \t"):
+                    return True
+        at = text.find(TE_ROOT, at + 1)
+    return False
+
+
+def _names_te_class(text: str) -> bool:
+    """``_TE_CLASS_WORD.search(text)``, by ``str.find`` (the regex's look-behinds make it try
+    every position: ~45 ms on megatron-core's files that import TE, this ~5 ms)."""
+    for word in FLAG_POSITION:
+        at = text.find(word)
+        while at >= 0:
+            end = at + len(word)
+            if (
+                (at == 0 or not _is_word(text[at - 1]))
+                and not text.endswith("nn.", 0, at)
+                and (end == len(text) or not _is_word(text[end]))
+            ):
+                return True
+            at = text.find(word, at + 1)
+    return False
 
 
 def analyze_source(

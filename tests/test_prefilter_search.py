@@ -1,0 +1,96 @@
+"""The prefilter's str.find searches answer exactly what its two regular expressions answer.
+
+``analysis._TE_IMPORT`` and ``analysis._TE_CLASS_WORD`` stay the specification; the searches
+(``_imports_te``, ``_names_te_class``) are what runs, because the regexes cost most of a
+cached ``check`` run on megatron-core (see benchmarks/README.md).
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lint_rules.analysis import (
+    _TE_CLASS_WORD,
+    _TE_IMPORT,
+    _imports_te,
+    _names_te_class,
+    mentions_flag,
+)
+
+PIECES = [
+    "transformer_engine",
+    "transformer_engine2",
+    "from",
+    "import",
+    " ",
+    "\t",
+    "\n",
+    "\r\n",
+    "\r",
+    ".",
+    "nn.",
+    "te.",
+    "Linear",
+    "LayerNormLinear",
+    "GroupedLinear",
+    "TELinear",
+    "Linear_",
+    "LinearX",
+    "é",
+    "_",
+    "#",
+    "x",
+    "(",
+    ")",
+    "as",
+    "pytorch",
+    "MultiheadAttention",
+]
+
+CASES = [
+    "import transformer_engine",
+    "from transformer_engine.pytorch import Linear",
+    "  \tfrom\ttransformer_engine import x",
+    "fromtransformer_engine",
+    "# import transformer_engine",
+    "x = 1; import transformer_engine",
+    "import transformer_engineX",
+    "import transformer_engine_torch",
+    "\rimport transformer_engine",
+    "a\r\nimport transformer_engine\r\n",
+    "nn.Linear",
+    "te.Linear",
+    "TELinear",
+    "Linear",
+    "Linearé",
+    "éLinear",
+    "_Linear",
+    "ColumnParallelLinear",
+    "x.nn.Linear",
+    "nn. Linear",
+    "LayerNormLinear(",
+    "",
+]
+
+
+def check(text: str) -> None:
+    assert _imports_te(text) == (_TE_IMPORT.search(text) is not None), repr(text)
+    assert _names_te_class(text) == (_TE_CLASS_WORD.search(text) is not None), repr(text)
+
+
+@pytest.mark.parametrize("text", CASES)
+def test_edge_cases(text: str) -> None:
+    check(text)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(PIECES), max_size=12))
+def test_generated_texts(pieces: list[str]) -> None:
+    check("".join(pieces))
+
+
+def test_prefilter_still_admits_a_te_class_file() -> None:
+    assert mentions_flag("import transformer_engine.pytorch as te\nl = te.Linear(1, 1)\n")
+    assert not mentions_flag("import transformer_engine.pytorch as te\nl = nn.Linear(1, 1)\n")
