@@ -73,12 +73,13 @@ def _outcomes(
     cache: object = None,
 ) -> Iterable[Outcome]:
     """Every file's outcome, in order, as each finishes; progress drawn on the way."""
-    plan = plan_files(job, files, config.settings_of, cache)
-    workers = pool_size(plan, args.jobs, default_cpus())
     progress = _progress(args, len(files))
+    plan = plan_files(job, files, config.settings_of, cache, on_done=progress.advance)
+    workers = pool_size(plan, args.jobs, default_cpus())
     try:
-        for outcome in run_plan(work, job, plan, workers):
-            progress.advance()
+        for planned, outcome in zip(plan.done, run_plan(work, job, plan, workers)):
+            if planned is None:  # parsed now (the others were counted when read)
+                progress.advance()
             if outcome.findings or outcome.diff:
                 progress.clear()
             yield outcome

@@ -266,9 +266,15 @@ class Plan:
 
 
 def plan_files(
-    job: Job, files: Sequence[str], settings_of: Callable[[str], Settings], cache: Any = None
+    job: Job,
+    files: Sequence[str],
+    settings_of: Callable[[str], Settings],
+    cache: Any = None,
+    on_done: Callable[[], None] | None = None,
 ) -> Plan:
-    """Read every file, apply the prefilter and the cache; what remains must be parsed."""
+    """Read every file, apply the prefilter and the cache; what remains must be parsed.
+
+    ``on_done`` is called for each file finished here (the progress bar counts it)."""
     from lint_rules.analysis import mentions_flag
     from lint_rules.fileio import SourceError, read_source
 
@@ -276,23 +282,25 @@ def plan_files(
     to_parse: list[tuple[str, Settings]] = []
     size = 0
     for path in files:
+        outcome = None
         try:
             source = read_source(path)
         except SourceError as error:
-            done.append(Outcome(path, error=error.reason))
-            continue
-        if not mentions_flag(source.text):
-            text = source.text if job.mode == "stdout" else None
-            done.append(Outcome(path, new_text=text))
-            continue
-        hit = None
-        settings = settings_of(path)
-        if cache is not None and job.mode == "check":
-            hit = cache.get(content_digest(settings, job.disable_noqa, source.raw), path)
-        done.append(hit)
-        if hit is None:
-            to_parse.append((path, settings))
-            size += len(source.raw)
+            outcome = Outcome(path, error=error.reason)
+        else:
+            if not mentions_flag(source.text):
+                outcome = Outcome(path, new_text=source.text if job.mode == "stdout" else None)
+            else:
+                settings = settings_of(path)
+                if cache is not None and job.mode == "check":
+                    digest = content_digest(settings, job.disable_noqa, source.raw)
+                    outcome = cache.get(digest, path)
+                if outcome is None:
+                    to_parse.append((path, settings))
+                    size += len(source.raw)
+        done.append(outcome)
+        if outcome is not None and on_done is not None:
+            on_done()
     return Plan(list(files), done, to_parse, size)
 
 
