@@ -344,3 +344,21 @@ def test_text_findings_stream_as_files_finish(tree: Path, monkeypatch: pytest.Mo
     assert main(["check", "--no-cache", "--jobs", "1", "pkg/model.py", "pkg/sub"]) == 1
     assert events.count("parse") == 2
     assert events.index("write") < len(events) - 1 - events[::-1].index("parse")
+
+
+def test_fix_stdin_keeps_crlf_and_an_unwritable_output_file_is_one_line(tree: Path) -> None:
+    source = (tree / "pkg/model.py").read_bytes().replace(b"\n", b"\r\n")
+    fixed = subprocess.run(
+        [te_lint_command(), "fix", "-", "--stdin-filename", "pkg/model.py"],
+        cwd=tree,
+        input=source,
+        capture_output=True,
+        timeout=120,
+    )
+    assert fixed.returncode == 0 and fixed.stdout != source
+    assert fixed.stdout.count(b"\r\n") == source.count(b"\r\n")
+    assert b"\n" not in fixed.stdout.replace(b"\r\n", b"")
+    result = run("check", "--output-file", "missing/dir/report.txt", "pkg", cwd=tree)
+    assert result.returncode == 2
+    assert result.stderr.startswith("te-microbatch-lint: error: missing/dir/report.txt: cannot")
+    assert len(result.stderr.splitlines()) == 1
