@@ -362,3 +362,9 @@ def test_fix_stdin_keeps_crlf_and_an_unwritable_output_file_is_one_line(tree: Pa
     assert result.returncode == 2
     assert result.stderr.startswith("te-microbatch-lint: error: missing/dir/report.txt: cannot")
     assert len(result.stderr.splitlines()) == 1
+
+
+def test_ignore_wins_over_gitignore_in_one_directory(tree: Path) -> None:
+    (tree / "pkg" / ".gitignore").write_text("model.py\nsub/\n")
+    (tree / "pkg" / ".ignore").write_text("!model.py\n")
+    assert files_of(run("check", ".", cwd=tree)) == {"./pkg/model.py"}
