@@ -10,9 +10,11 @@ place, is one ``flake8: error: ...`` line and exit 2, like flake8's own usage er
 from __future__ import annotations
 
 import argparse
+import fnmatch
+import os
 import sys
 from collections.abc import Iterator
-from typing import Any, NoReturn
+from typing import Any, Callable, NoReturn
 
 from lint_rules import __version__
 from lint_rules.analysis import analyze_tree, mentions_flag
@@ -75,10 +77,11 @@ class TEMicrobatchChecker:
             # Validated at load: the configuration of every path named (and of the cwd).
             # flake8 meets files in worker processes, where an error could only be a crash;
             # so every configuration file under the paths named is checked now.
+            excluded = _flake8_excluded(options)
             for path in getattr(options, "filenames", None) or ["."]:
                 if path != "-":
                     cls.resolver.settings_for(path)
-                    cls.resolver.check_tree(path)
+                    cls.resolver.check_tree(path, skip=excluded)
         except SettingsError as error:
             _usage_error(str(error))
 
@@ -90,6 +93,20 @@ class TEMicrobatchChecker:
         settings = self.resolver.settings_for(path)
         for finding in analyze_tree(self.tree, settings, source, fixes=False):
             yield finding.line, finding.col, finding.message, type(self)
+
+
+def _flake8_excluded(options: argparse.Namespace) -> Callable[[str], bool]:
+    """flake8's ``--exclude``/``--extend-exclude`` for a directory (its name or its path)."""
+    patterns = [
+        *(getattr(options, "exclude", None) or ()),
+        *(getattr(options, "extend_exclude", None) or ()),
+    ]
+
+    def excluded(path: str) -> bool:
+        name = os.path.basename(path)
+        return any(fnmatch.fnmatch(name, p) or fnmatch.fnmatch(path, p) for p in patterns)
+
+    return excluded
 
 
 def _shown(default: Any) -> str:

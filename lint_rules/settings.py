@@ -502,12 +502,13 @@ class ConfigResolver:
         folder = absolute if os.path.isdir(absolute) else os.path.dirname(absolute)
         return self._folder_settings(folder)
 
-    def check_tree(self, root: str | Path) -> None:
+    def check_tree(self, root: str | Path, skip: Callable[[str], bool] | None = None) -> None:
         """Read and check now every configuration file at or below ``root`` (a directory).
 
         For a face that meets files one at a time, in worker processes (flake8): a bad file
         below the paths named is then a usage error at load instead of a failure mid-run.
-        Hidden directories and the usual tool directories are not entered.
+        Hidden directories, the usual tool directories and those ``skip(path)`` refuses (the
+        face's own excludes) are not entered.
         """
         if self.isolated or self.config is not None or not os.path.isdir(root):
             return
@@ -520,7 +521,7 @@ class ConfigResolver:
                     for entry in entries:
                         if entry.name.startswith(".") or entry.name in _NOT_ENTERED:
                             continue
-                        if entry.is_dir(follow_symlinks=False):
+                        if entry.is_dir(follow_symlinks=False) and not (skip and skip(entry.path)):
                             stack.append(entry.path)
             except OSError:
                 continue

@@ -163,6 +163,16 @@ def test_bad_config_below_the_paths_named(command: list[str], tmp_path: Path) ->
     assert done.stdout == ""
 
 
+def test_flake8_does_not_check_what_it_excludes(tmp_path: Path) -> None:
+    """A vendored tree flake8 never lints does not stop it with its configuration."""
+    write(tmp_path / "vendor" / "pyproject.toml", "[tool.te-microbatch-lint]\nexclude = 5\n")
+    write(tmp_path / "vendor" / "model.py", TE_FILE)
+    write(tmp_path / "top.py", TE_FILE)
+    done = flake8("--select", "TEM", "--extend-exclude", "vendor", ".", cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    assert findings(done, tmp_path, tmp_path) == {("top.py", 11), ("top.py", 12)}
+
+
 # ------------------------------------------------------------------------ found per file
 
 
