@@ -135,10 +135,11 @@ class Block(torch.nn.Module):
             fix_title="keyword `is_first_microbatch=None` (or guarded)",
             explanation=f"""\
 The same as TEM001, for a flag passed by position. TE's module `forward`s take the flag at
-index 1 (`Linear`, `LayerNormLinear`, `LayerNormMLP`), 2 (`GroupedLinear`), 6
-(`MultiheadAttention`) or 10 (`TransformerLayer`) after `self`; one more for the unbound
-`Linear.forward(module, x, flag)`. It is reported only when the class is known (a positional
-argument of an unknown callee could be anything).
+index 1 (`Linear`, `LayerNormLinear`, `LayerNormMLP`) or 2 (`GroupedLinear`) after `self`, in
+TE 1.x and 2.x alike; one more for the unbound `Linear.forward(module, x, flag)`. It is reported
+only when the class is known (a positional argument of an unknown callee could be anything).
+`MultiheadAttention` (5 in TE 1.13, 6 in 2.x) and `TransformerLayer` (8, then 10) moved theirs
+between releases, so their positional arguments are never taken for the flag.
 
 **Why.** {_RESUME}
 **Example.**

@@ -11,16 +11,33 @@ FLAG = "is_first_microbatch"
 
 TE_ROOT = "transformer_engine"
 
+TE_MODULE_CLASSES: tuple[str, ...] = (
+    "Linear",
+    "LayerNormLinear",
+    "LayerNormMLP",
+    "GroupedLinear",
+    "MultiheadAttention",
+    "TransformerLayer",
+)
+"""The TE module classes whose ``forward`` takes ``is_first_microbatch``."""
+
 # forward(...) parameter index of `is_first_microbatch`, counting positional arguments after
-# `self` (TE 2.x). The unbound form `Linear.forward(module, x, flag)` shifts it by one.
+# `self`, for the classes where it is the same in TE 1.x and 2.x (read off 1.13.0 and 2.20.2).
+# The unbound form `Linear.forward(module, x, flag)` shifts it by one.
 FLAG_POSITION: dict[str, int] = {
     "Linear": 1,
     "LayerNormLinear": 1,
     "LayerNormMLP": 1,
     "GroupedLinear": 2,
-    "MultiheadAttention": 6,
-    "TransformerLayer": 10,
 }
+
+VERSION_DEPENDENT_POSITION: dict[str, dict[str, int]] = {
+    "MultiheadAttention": {"1.13": 5, "2.x": 6},
+    "TransformerLayer": {"1.13": 8, "2.x": 10},
+}
+"""Classes whose positional index moved between TE releases: a positional argument there is
+never taken for the flag (no TEM002, no positional fix), since the TE version is not known."""
+
 
 # TE callables that do NOT take the flag: passing it raises TypeError (TEM004).
 TE_REJECTING: frozenset[str] = frozenset(
@@ -48,7 +65,7 @@ def te_class_of(qualified_name: str) -> str | None:
     if qualified_name.startswith(TE_OPS_PACKAGE + "."):
         return None  # te.ops.Linear is a fusible op: it rejects the flag
     last = qualified_name.rsplit(".", 1)[-1]
-    return last if last in FLAG_POSITION else None
+    return last if last in TE_MODULE_CLASSES else None
 
 
 def te_rejecting_name(qualified_name: str) -> str | None:

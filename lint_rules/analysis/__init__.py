@@ -19,7 +19,7 @@ import warnings
 from lint_rules.analysis.core import Analysis
 from lint_rules.findings import Finding
 from lint_rules.settings import DEFAULT_SETTINGS, Settings
-from lint_rules.te import FLAG, FLAG_POSITION, TE_ROOT
+from lint_rules.te import FLAG, TE_MODULE_CLASSES, TE_ROOT
 
 __all__ = ["Analysis", "analyze_source", "analyze_tree", "mentions_flag"]
 
@@ -40,7 +40,9 @@ def analyze_tree(
 
 
 _TE_IMPORT = re.compile(r"^[ \t]*(?:from|import)[ \t]+transformer_engine\b", re.MULTILINE)
-_TE_CLASS_WORD = re.compile(r"(?<![\w])(?<!nn\.)(?:{})\b".format("|".join(sorted(FLAG_POSITION))))
+_TE_CLASS_WORD = re.compile(
+    r"(?<![\w])(?<!nn\.)(?:{})\b".format("|".join(sorted(TE_MODULE_CLASSES)))
+)
 """A TE class that takes the flag, as a word (not ``TELinear``, ``ColumnParallelLinear`` or
 ``nn.Linear``)."""
 
@@ -78,7 +80,7 @@ def _imports_te(text: str) -> bool:
 def _names_te_class(text: str) -> bool:
     """``_TE_CLASS_WORD.search(text)``, by ``str.find`` (the regex's look-behinds make it try
     every position: ~45 ms on megatron-core's files that import TE, this ~5 ms)."""
-    for word in FLAG_POSITION:
+    for word in TE_MODULE_CLASSES:
         at = text.find(word)
         while at >= 0:
             end = at + len(word)

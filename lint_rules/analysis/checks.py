@@ -70,9 +70,11 @@ def describe(func: ast.expr) -> str:
 def flag_index(call: ast.Call, cls: str, shift: int) -> int | None:
     """Where a TE class's positional flag sits in this call, if it is passed positionally.
 
-    Unknown class, too few arguments, or a ``*args`` at or before it: no position.
+    Unknown class, a class whose index depends on the TE version
+    (``te.VERSION_DEPENDENT_POSITION``), too few arguments, or a ``*args`` at or before it: no
+    position.
     """
-    if not cls:
+    if cls not in FLAG_POSITION:
         return None
     index = FLAG_POSITION[cls] + shift
     if len(call.args) <= index or any(isinstance(a, ast.Starred) for a in call.args[: index + 1]):
