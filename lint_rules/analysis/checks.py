@@ -111,7 +111,7 @@ def check_call(a: Analysis, call: ast.Call, ctx: Context) -> None:
     site = FlagCall(call, ctx, scope, callee, guarded, keyword, index, value, node, repeated)
     shared_fix: Fix | None = None  # what TEM005 does: None, whatever the strategy
     if keyword is not None:
-        shared_fix = a.fixes.none_fix(keyword.value, callee)
+        shared_fix = a.fixes.none_fix(keyword.value, callee, scope)
         tem001_keyword(a, site)
     elif index is not None:
         shared_fix = a.fixes.positional_fix(call, index, scope, "shared", callee)
@@ -183,7 +183,7 @@ def tem003_mapping(a: Analysis, site: FlagCall, mapping: ast.expr) -> None:
         ):
             continue
         a.reported_keys.add(id(node))
-        fix = a.fixes.value_fix(value, where, None, site.callee)
+        fix = a.fixes.mapping_fix(value, where, site.callee, mapping)
         a.report("TEM003", node, site.target, fix, mapping=mapping_name)
 
 

@@ -1,20 +1,79 @@
 """Edits for a finding, built only when a face asks for them (flake8 never applies a fix).
 
-Every builder gets the resolved callee (``resolve.Callee``) of the call it fixes, so that the
-fix's applicability can depend on whether the callee is a resolved TE module.
+Every builder gets the resolved callee (``resolve.Callee``) of the call it fixes. A fix is
+``safe`` (applied by ``fix``) only when the callee resolved to a TE module and the edit provably
+changes nothing but the flag's value: the old value has no call or other effect that the fix
+would skip, is not a parameter forwarded from the caller, and (for ``**mapping``) the mapping
+goes nowhere else. Everything else is ``unsafe`` (applied with ``--unsafe-fixes``): see
+docs/fixes.md.
 """
 
 from __future__ import annotations
 
 import ast
+from dataclasses import replace
 
-from lint_rules.analysis.resolve import Callee
+from lint_rules.analysis.resolve import Callee, TEModule
 from lint_rules.analysis.symbols import ModuleSymbols, Scope
 from lint_rules.findings import Edit, Fix, Position, split_lines
 from lint_rules.settings import Settings
 from lint_rules.te import FLAG
 
 _WRAP_IN_PARENS = (ast.Lambda, ast.IfExp, ast.NamedExpr, ast.Yield, ast.YieldFrom, ast.Starred)
+_EFFECTS = (ast.Call, ast.Await, ast.Yield, ast.YieldFrom, ast.NamedExpr)
+_MAPPING_STORES = frozenset({"update", "setdefault"})
+
+
+def has_effects(value: ast.expr) -> bool:
+    """Whether evaluating ``value`` may do more than read (a call, ``await``, ``yield``, ``:=``).
+
+    A fix that replaces (or, with a guard, skips) such a value would skip that effect. The body
+    of a lambda is not evaluated by the value itself.
+    """
+    todo: list[ast.AST] = [value]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, _EFFECTS):
+            return True
+        if isinstance(node, ast.Lambda):
+            todo.extend(node.args.defaults)
+            todo.extend(d for d in node.args.kw_defaults if d is not None)
+            continue
+        todo.extend(ast.iter_child_nodes(node))
+    return False
+
+
+def _is_parameter(value: ast.expr, scope: Scope | None) -> bool:
+    """``value`` is a parameter of an enclosing function (a flag forwarded from the caller)."""
+    if not isinstance(value, ast.Name) or scope is None:
+        return False
+    owner = scope.lookup(value.id)
+    return owner is not None and value.id in owner.params and value.id not in owner.bindings
+
+
+def _only_splatted_once(name: str, scope: Scope | None) -> bool:
+    """``name`` is a local mapping that is only filled and splatted into one call."""
+    owner = scope.lookup(name) if scope is not None else None
+    if owner is None or owner.node is None or isinstance(owner.node, ast.Lambda):
+        return False
+    kwarg = owner.node.args.kwarg
+    if name in owner.params and not (kwarg is not None and kwarg.arg == name):
+        return False  # the caller's mapping (a `**kwargs` parameter is a fresh local dict)
+    splats = 0
+    todo: list[tuple[ast.AST, ast.AST | None]] = [(owner.node, None)]
+    while todo:
+        node, parent = todo.pop()
+        if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load):
+            if isinstance(parent, ast.keyword) and parent.arg is None:
+                splats += 1
+            elif isinstance(parent, ast.Subscript) and isinstance(parent.ctx, ast.Store):
+                pass
+            elif isinstance(parent, ast.Attribute) and parent.attr in _MAPPING_STORES:
+                pass
+            else:
+                return False
+        todo.extend((child, node) for child in ast.iter_child_nodes(node))
+    return splats == 1
 
 
 def _start(node: ast.AST) -> Position:
@@ -35,6 +94,9 @@ class NoFixes:
         return None
 
     def none_fix(self, *args: object, **kwargs: object) -> Fix | None:
+        return None
+
+    def mapping_fix(self, *args: object, **kwargs: object) -> Fix | None:
         return None
 
 
@@ -63,13 +125,20 @@ class FixBuilder:
         if isinstance(value, ast.NamedExpr):
             return None  # `(f := x)`: any rewrite would change what `f` is bound to
         start, end = span or (_start(value), _end(value))
+        safe = (
+            isinstance(callee, TEModule)
+            and not has_effects(value)
+            and not _is_parameter(value, scope)
+        )
+        applicability = "safe" if safe else "unsafe"
         if repeated or self.settings.fix_strategy == "none":
-            return Fix((Edit(start, end, f"{prefix}None"),))
+            return Fix((Edit(start, end, f"{prefix}None"),), applicability=applicability)
         guard = self._guard_expression(scope)
         if isinstance(guard, str):
             return Fix(
                 (Edit(start, end, f"{prefix}None"),),
                 note=f"guard strategy fell back to None: {guard}",
+                applicability=applicability,
             )
         call, import_name = guard
         wrap = span is None and isinstance(value, _WRAP_IN_PARENS)
@@ -80,7 +149,20 @@ class FixBuilder:
                 Edit(end, end, f"{closing} if {call} else None)"),
             ),
             guard_import=import_name,
+            applicability=applicability,
         )
+
+    def mapping_fix(
+        self, value: ast.expr, scope: Scope | None, callee: Callee, mapping: ast.expr
+    ) -> Fix | None:
+        """The fix of a value stored in a mapping: unsafe unless the mapping is an inline dict
+        or a local one that goes into this call only (else the edit changes other calls too)."""
+        fix = self.value_fix(value, scope, None, callee)
+        inline = isinstance(mapping, ast.Dict)
+        local = isinstance(mapping, ast.Name) and _only_splatted_once(mapping.id, scope)
+        if fix is not None and not (inline or local):
+            return replace(fix, applicability="unsafe")
+        return fix
 
     def positional_fix(
         self, call: ast.Call, index: int, scope: Scope | None, repeated: str | None, callee: Callee
@@ -94,8 +176,12 @@ class FixBuilder:
             return self.value_fix(arg, scope, repeated, callee)
         return self.value_fix(arg, scope, repeated, callee, span, f"{FLAG}=")  # type: ignore[arg-type]
 
-    def none_fix(self, value: ast.expr, callee: Callee) -> Fix | None:
-        return self.value_fix(value, None, "shared", callee)
+    def none_fix(self, value: ast.expr, callee: Callee, scope: Scope | None = None) -> Fix | None:
+        """TEM005's fix: None whatever the strategy (``scope`` tells a forwarded parameter)."""
+        fix = self.value_fix(value, None, "shared", callee)
+        if fix is not None and _is_parameter(value, scope):
+            return replace(fix, applicability="unsafe")
+        return fix
 
     def _paren_span(self, node: ast.expr) -> tuple[Position, Position] | str | None:
         """The extent of ``node`` with its own parentheses (``f(x, (a == b))``), if any.
