@@ -270,6 +270,7 @@ def fix_source(
     if not findings:
         return FixResult(text)
     kept, _ = filter_noqa(findings, text, disable_noqa)
+    kept = [f for f in kept if settings.reports(f.code)]  # select / ignore
     allowed = ("safe", "unsafe") if settings.unsafe_fixes else ("safe",)
     fixable = [f for f in kept if f.fix is not None and f.fix.applicability in allowed]
     unsafe = [f for f in kept if f.fix is not None and f.fix.applicability not in allowed]

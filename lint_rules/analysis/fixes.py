@@ -66,12 +66,11 @@ def _only_splatted_once(name: str, scope: Scope | None) -> bool:
         if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load):
             if isinstance(parent, ast.keyword) and parent.arg is None:
                 splats += 1
-            elif isinstance(parent, ast.Subscript) and isinstance(parent.ctx, ast.Store):
-                pass
-            elif isinstance(parent, ast.Attribute) and parent.attr in _MAPPING_STORES:
-                pass
-            else:
-                return False
+            elif not (
+                (isinstance(parent, ast.Subscript) and isinstance(parent.ctx, ast.Store))
+                or (isinstance(parent, ast.Attribute) and parent.attr in _MAPPING_STORES)
+            ):
+                return False  # read, passed on, returned...: the edit would reach further
         todo.extend((child, node) for child in ast.iter_child_nodes(node))
     return splats == 1
 

@@ -1,8 +1,9 @@
 """The entry point: parse arguments, load the configuration, discover, run, report.
 
-Exit status: 0 clean, 1 findings (``check``) or something to fix (``fix --check``), 2 usage or
-configuration error, or a file that could not be read, parsed or written (each is named on
-stderr with its reason and the other files are still processed).
+Exit status: 0 clean, 1 findings (``check``; ``fix``: findings left, or with ``--check`` or
+``--diff`` something to fix), 2 usage or configuration error, or a file that could not be read,
+parsed or written (each is named on stderr with its reason and the other files are still
+processed).
 """
 
 from __future__ import annotations
@@ -10,7 +11,9 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections import Counter
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import TextIO
 
 from lint_rules.cli.discovery import Discovery, _forced_out, discover
@@ -154,31 +157,65 @@ def run_fix(args: argparse.Namespace, config: Configuration, discovery: Discover
     job = Job(disable_noqa=args.disable_noqa, mode=mode)
     errors = list(discovery.errors)
     verb = "fixed" if mode == "write" else "would fix"
-    changed = fixed = unchanged = 0
+    tally = FixTally()
     for outcome in _outcomes(args, config, fix_file, job, discovery.files):
         if outcome.error:
             errors.append((outcome.path, outcome.error))
             continue
         sys.stdout.write(outcome.diff)
         _report(((outcome.path, note) for note in outcome.notes), "note")
-        if not outcome.changed:
-            unchanged += 1
-            continue
-        changed += 1
-        fixed += outcome.fixed
-        if not args.quiet:
+        tally.add(outcome)
+        if outcome.changed and not args.quiet:  # as it is written: a ^C run lists what it did
             print(f"{verb} {outcome.path} ({_count(outcome.fixed, 'finding')})", file=sys.stderr)
+            sys.stderr.flush()
     sys.stdout.flush()
     _report(errors)
     if not args.quiet:
-        print(
-            f"{verb} {_count(fixed, 'finding')} in {_count(changed, 'file')}, "
-            f"{_count(unchanged, 'file')} unchanged",
-            file=sys.stderr,
-        )
+        print(tally.summary(verb), file=sys.stderr)
     if errors:
         return EXIT_ERROR
-    return EXIT_FINDINGS if args.check and changed else EXIT_CLEAN
+    if tally.remaining or (mode != "write" and tally.changed):
+        return EXIT_FINDINGS
+    return EXIT_CLEAN
+
+
+@dataclass
+class FixTally:
+    """What ``fix`` did over all files, for its summary line and its exit status."""
+
+    changed: int = 0
+    fixed: int = 0
+    unchanged: int = 0
+    unsafe: int = 0
+    remaining: Counter = field(default_factory=Counter)
+
+    def add(self, outcome: Outcome) -> None:
+        self.changed += outcome.changed
+        self.unchanged += not outcome.changed
+        self.fixed += outcome.fixed
+        self.unsafe += outcome.unsafe
+        self.remaining.update(outcome.remaining)
+
+    def summary(self, verb: str) -> str:
+        """``N fixed, M remaining`` as ruff says it, naming the codes left and why."""
+        done = "fixed" if verb == "fixed" else "would be fixed"
+        left = sum(self.remaining.values())
+        text = (
+            f"{self.fixed} {done}, {left} remaining "
+            f"({_count(self.changed, 'file')} changed, {self.unchanged} unchanged)"
+        )
+        if left:
+            codes = ", ".join(f"{code} x{n}" for code, n in sorted(self.remaining.items()))
+            text += f": {codes}"
+        hints = []
+        if self.unsafe:
+            hints.append(
+                f"{_count(self.unsafe, 'unsafe fix', 'unsafe fixes')} not applied "
+                "(--unsafe-fixes applies them)"
+            )
+        if self.remaining.get("TEM004"):
+            hints.append("TEM004 has no automatic fix")
+        return text + "".join(f"; {hint}" for hint in hints)
 
 
 def explain_rules(codes: Sequence[str], every: bool) -> int:
@@ -199,8 +236,8 @@ def explain_rules(codes: Sequence[str], every: bool) -> int:
     return EXIT_CLEAN
 
 
-def _count(number: int, noun: str) -> str:
-    return f"{number} {noun}{'' if number == 1 else 's'}"
+def _count(number: int, noun: str, plural: str | None = None) -> str:
+    return f"{number} {noun if number == 1 else plural or noun + 's'}"
 
 
 def run_stdin(args: argparse.Namespace, config: Configuration) -> int:
@@ -256,7 +293,9 @@ def run_stdin(args: argparse.Namespace, config: Configuration) -> int:
     if outcome.error:
         _report([(shown, outcome.error)])
         return EXIT_ERROR
-    return EXIT_FINDINGS if args.check and outcome.changed else EXIT_CLEAN
+    if outcome.remaining or ((args.check or args.diff) and outcome.changed):
+        return EXIT_FINDINGS
+    return EXIT_CLEAN
 
 
 def main(argv: Sequence[str] | None = None) -> int:

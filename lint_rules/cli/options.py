@@ -176,16 +176,28 @@ def build_parser() -> argparse.ArgumentParser:
         "fix",
         parents=[common],
         help="rewrite fixable findings in place",
-        description="Apply the fixes of TEM001/2/3/5 in place (atomic writes; files with "
-        "nothing to fix are not touched). Exit 0: done, 1: --check found something to fix, "
+        description="Apply the safe fixes of TEM001/2/3/5 in place (atomic writes; files with "
+        "nothing to fix are not touched; each file is named as it is written). Exit 0: no "
+        "finding left, 1: findings remain (or, with --check/--diff, something would change), "
         "2: usage error or a file that could not be read, parsed or written.",
     )
     fix.add_argument("--diff", action="store_true", help="print a unified diff and write nothing")
     fix.add_argument(
         "--check",
         action="store_true",
-        help="write nothing; exit 1 when a fix would change something",
+        help="write nothing; exit 1 when a fix would change something or findings remain",
     )
+    fix.add_argument(
+        "--unsafe-fixes",
+        action="store_true",
+        default=None,
+        help="also apply unsafe fixes (unresolved callees, values with calls, forwarded "
+        "parameters; see docs/fixes.md)",
+    )
+    fix.add_argument(
+        "--select", metavar="CODES", help="fix and count only codes starting with these"
+    )
+    fix.add_argument("--ignore", metavar="CODES", help="leave codes starting with these alone")
     return parser
 
 
@@ -233,6 +245,7 @@ def configure(args: argparse.Namespace) -> Configuration:
         guard_config=args.guard_config,
         select=getattr(args, "select", None),
         ignore=getattr(args, "ignore", None),
+        unsafe_fixes=getattr(args, "unsafe_fixes", None) or None,
     )
     resolver = ConfigResolver(config=args.config, isolated=args.isolated, overrides=overrides)
     for path in args.paths:

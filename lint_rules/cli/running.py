@@ -74,6 +74,10 @@ class Outcome:
     error_column: int | None = None
     digest: str = ""
     cacheable: bool = False
+    remaining: tuple[str, ...] = ()
+    """``fix``: the codes of the findings left in the file (one entry per finding)."""
+    unsafe: int = 0
+    """``fix``: how many of those have an unsafe fix that was not asked for."""
 
 
 @dataclass(frozen=True)
@@ -220,13 +224,19 @@ def fix_file(job: Job, path: str, settings: Settings, source: Any = None) -> Out
         return Outcome(path, error=f"not fixed: {error}")
     notes = tuple(result.notes)
     new_text = result.text if job.mode == "stdout" else None
+    left = {
+        "remaining": tuple(sorted(f.code for f in result.remaining)),
+        "unsafe": len(result.unsafe),
+    }
     if not result.changed or result.text == source.text:
-        return Outcome(path, notes=notes, new_text=new_text)
+        return Outcome(path, notes=notes, new_text=new_text, **left)  # type: ignore[arg-type]
     diff = unified_diff(source.text, result.text, path) if job.mode == "diff" else ""
     if job.mode == "write":
         write_source_atomic(source, result.text)
     fixed = len(result.applied)
-    return Outcome(path, changed=True, fixed=fixed, notes=notes, diff=diff, new_text=new_text)
+    return Outcome(
+        path, changed=True, fixed=fixed, notes=notes, diff=diff, new_text=new_text, **left
+    )  # type: ignore[arg-type]
 
 
 def unified_diff(old: str, new: str, path: str) -> str:

@@ -1,0 +1,114 @@
+"""How ``fix`` reports, like ruff: each file named as it is written, ``N fixed, M remaining``
+with the codes left, exit 1 while findings remain, ``--check``/``--diff`` exit 1 when something
+would change or remain, ``--select``/``--ignore`` and ``--unsafe-fixes`` (docs/fixes.md).
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from helpers import cli
+
+from lint_rules.cli import command
+
+HEAD = "import transformer_engine.pytorch as te\n\n\n"
+SAFE = HEAD + (
+    "class Block:\n"
+    "    def __init__(self):\n"
+    "        self.fc = te.Linear(4, 4)\n\n"
+    "    def forward(self, x):\n"
+    "        return self.fc(x, is_first_microbatch=self.flag)\n"
+)
+TEM004 = HEAD + (
+    "def run(x):\n"
+    "    with te.fp8_autocast(enabled=True, is_first_microbatch=True):\n"
+    "        return x\n"
+)
+UNRESOLVED = "def run(module, x, step):\n    return module(x, is_first_microbatch=step == 0)\n"
+
+
+def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*cli(), *args], cwd=cwd, capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    (tmp_path / "safe.py").write_text(SAFE)
+    (tmp_path / "autocast.py").write_text(TEM004)
+    (tmp_path / "unresolved.py").write_text(UNRESOLVED)
+    return tmp_path
+
+
+def test_summary_names_what_remains_and_exit_1(project: Path) -> None:
+    done = run("fix", ".", cwd=project)
+    assert done.returncode == 1, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert lines[0] == "fixed ./safe.py (1 finding)"
+    summary = lines[-1]
+    assert summary.startswith("1 fixed, 2 remaining"), summary
+    assert "TEM001 x1" in summary and "TEM004 x1" in summary
+    assert "1 unsafe fix not applied (--unsafe-fixes applies them)" in summary
+    assert "TEM004 has no automatic fix" in summary
+    assert (project / "unresolved.py").read_text() == UNRESOLVED
+
+
+def test_exit_0_when_nothing_remains(project: Path) -> None:
+    (project / "autocast.py").unlink()
+    done = run("fix", "--unsafe-fixes", ".", cwd=project)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.strip().splitlines()[-1].startswith("2 fixed, 0 remaining")
+    assert "is_first_microbatch=None" in (project / "unresolved.py").read_text()
+    assert run("fix", ".", cwd=project).returncode == 0  # and again: nothing to do
+
+
+@pytest.mark.parametrize("mode", ["--check", "--diff"])
+def test_check_and_diff_exit_1_when_something_remains(project: Path, mode: str) -> None:
+    (project / "safe.py").unlink()
+    (project / "unresolved.py").unlink()
+    result = run("fix", mode, ".", cwd=project)  # nothing to change, but TEM004 stays
+    assert result.returncode == 1, result.stderr
+    assert "1 remaining" in result.stderr
+
+
+@pytest.mark.parametrize("mode", ["--check", "--diff"])
+def test_check_and_diff_exit_1_when_something_would_change(tmp_path: Path, mode: str) -> None:
+    (tmp_path / "safe.py").write_text(SAFE)
+    result = run("fix", mode, ".", cwd=tmp_path)
+    assert result.returncode == 1, result.stderr
+    assert (tmp_path / "safe.py").read_text() == SAFE
+    assert run("fix", ".", cwd=tmp_path).returncode == 0
+    assert run("fix", mode, ".", cwd=tmp_path).returncode == 0
+
+
+def test_select_and_ignore(project: Path) -> None:
+    only = run("fix", "--select", "TEM004", ".", cwd=project)
+    assert only.returncode == 1 and (project / "safe.py").read_text() == SAFE
+    assert only.stderr.strip().splitlines()[-1].startswith("0 fixed, 1 remaining")
+    ignored = run("fix", "--ignore", "TEM004", "--unsafe-fixes", ".", cwd=project)
+    assert ignored.returncode == 0, ignored.stderr
+    assert (project / "safe.py").read_text() != SAFE
+    assert run("fix", "--select", "TEM999", ".", cwd=project).returncode == 2
+
+
+def test_interrupted_run_lists_what_it_wrote(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for name in ("a.py", "b.py", "c.py"):
+        (tmp_path / name).write_text(SAFE)
+    real = command.fix_file
+
+    def stop_at_b(job, path, settings, source=None):  # type: ignore[no-untyped-def]
+        if path.endswith("b.py"):
+            raise KeyboardInterrupt
+        return real(job, path, settings, source)
+
+    monkeypatch.setattr(command, "fix_file", stop_at_b)
+    monkeypatch.chdir(tmp_path)
+    status = command.main(["fix", "--jobs", "1", "--isolated", "."])
+    err = capsys.readouterr().err
+    assert status == 130
+    assert "fixed ./a.py (1 finding)" in err and "interrupted" in err
+    assert (tmp_path / "a.py").read_text() != SAFE
+    assert (tmp_path / "c.py").read_text() == SAFE and "c.py" not in err
