@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from lint_rules.analysis import analyze_source
+from lint_rules.deep import deep
 from lint_rules.findings import Finding, char_column, split_lines
 from lint_rules.noqa import filter_noqa, noqa_checker
 from lint_rules.settings import DEFAULT_SETTINGS, Settings
@@ -240,6 +241,54 @@ def _is_type_checking(test: ast.expr) -> bool:
     )
 
 
+LIBCST_DEPTH = 500
+"""Trees deeper than this get the import without libcst (whose parser recurses natively)."""
+
+
+def _deeper_than(tree: ast.AST, limit: int) -> bool:
+    todo = [(tree, 0)]
+    while todo:
+        node, depth = todo.pop()
+        if depth > limit:
+            return True
+        todo.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return False
+
+
+def _insert_import(text: str, module: ast.Module, line: str) -> str:
+    """``line`` after the first block of imports (after the docstring when there is none)."""
+    body = module.body
+    index = (
+        1
+        if body
+        and isinstance(body[0], ast.Expr)
+        and isinstance(body[0].value, ast.Constant)
+        and isinstance(body[0].value.value, str)
+        else 0
+    )
+    while (
+        index < len(body)
+        and isinstance(body[index], ast.ImportFrom)
+        and (
+            body[index].module == "__future__"  # type: ignore[union-attr]
+        )
+    ):
+        index += 1
+    after = body[index - 1].end_lineno if index else 0
+    imports = index
+    while imports < len(body) and isinstance(body[imports], (ast.Import, ast.ImportFrom)):
+        after = body[imports].end_lineno
+        imports += 1
+    lines = split_lines(text)
+    newline = next(
+        (ln[len(ln.rstrip("\r\n")) :] for ln in lines if ln.endswith(("\n", "\r"))), "\n"
+    )
+    if after and after <= len(lines) and not lines[after - 1].endswith(("\n", "\r")):
+        lines[after - 1] += newline
+    lines.insert(after or 0, line + newline)
+    return "".join(lines)
+
+
 def add_guard_import(text: str, dotted: str) -> str:
     """Add ``from module import name`` unless ``name`` is bound when the module runs.
 
@@ -253,14 +302,18 @@ def add_guard_import(text: str, dotted: str) -> str:
     module_name, _, name = dotted.rpartition(".")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        if name in _runtime_names(ast.parse(text)):
-            return text
+        module = ast.parse(text)
+    if name in _runtime_names(module):
+        return text
+    if _deeper_than(module, LIBCST_DEPTH):  # libcst's parser would exhaust the C stack
+        return _insert_import(text, module, f"from {module_name} import {name}")
     tree = cst.parse_module(text)
     context = CodemodContext()
     AddImportsVisitor.add_needed_import(context, module_name, name)
     return AddImportsVisitor(context).transform_module(tree).code
 
 
+@deep
 def fix_source(
     text: str, settings: Settings = DEFAULT_SETTINGS, disable_noqa: bool = False
 ) -> FixResult:

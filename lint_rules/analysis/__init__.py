@@ -17,6 +17,7 @@ import re
 import warnings
 
 from lint_rules.analysis.core import Analysis
+from lint_rules.deep import deep
 from lint_rules.findings import Finding
 from lint_rules.settings import DEFAULT_SETTINGS, Settings
 from lint_rules.te import FLAG, TE_MODULE_CLASSES, TE_ROOT
@@ -24,6 +25,7 @@ from lint_rules.te import FLAG, TE_MODULE_CLASSES, TE_ROOT
 __all__ = ["Analysis", "analyze_source", "analyze_tree", "mentions_flag"]
 
 
+@deep
 def analyze_tree(
     tree: ast.Module,
     settings: Settings = DEFAULT_SETTINGS,
@@ -94,6 +96,7 @@ def _names_te_class(text: str) -> bool:
     return False
 
 
+@deep
 def analyze_source(
     text: str, settings: Settings = DEFAULT_SETTINGS, *, fixes: bool = True
 ) -> list[Finding]:

@@ -1,0 +1,75 @@
+"""No recursion limit on valid code: deep work is retried in a thread with a large stack.
+
+``ast`` trees of long expressions are deep (``a + b + ... + z`` with 100,000 terms nests
+100,000 ``BinOp`` nodes), and building, walking and printing them recurses. ``@deep`` runs a
+function as usual; only when it raises ``RecursionError`` is it run again in a thread with a
+1 GiB stack (reserved, not committed: only the pages used cost memory) and a raised recursion
+limit, so the common case pays nothing. Calls made from inside that thread run directly.
+
+Python 3.12 and later cap the depth of the tree ``ast.parse`` builds (a few thousand levels)
+whatever the limit; such a file raises ``SyntaxError`` here (reported as an error, untouched).
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+import threading
+from typing import Any, Callable, TypeVar
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+STACK_BYTES = 1 << 30
+RECURSION_LIMIT = 1_000_000
+_state = threading.local()
+_lock = threading.Lock()
+
+
+def deep(function: F) -> F:
+    """Decorate ``function`` so that a ``RecursionError`` retries it in a deep thread."""
+
+    @functools.wraps(function)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        if getattr(_state, "deep", False):
+            return function(*args, **kwargs)
+        try:
+            return function(*args, **kwargs)
+        except RecursionError:
+            pass
+        return _in_deep_thread(function, args, kwargs)
+
+    return run  # type: ignore[return-value]
+
+
+def _in_deep_thread(function: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
+    outcome: dict[str, Any] = {}
+
+    def target() -> None:
+        _state.deep = True
+        try:
+            outcome["value"] = function(*args, **kwargs)
+        except RecursionError:
+            outcome["error"] = SyntaxError(
+                f"too deeply nested for the parser of Python "
+                f"{sys.version_info[0]}.{sys.version_info[1]}"
+            )
+        except BaseException as error:  # handed to the caller's thread as it is
+            outcome["error"] = error
+
+    with _lock:  # the recursion limit is per interpreter: one deep run at a time
+        limit = sys.getrecursionlimit()
+        stack = threading.stack_size()
+        try:
+            threading.stack_size(STACK_BYTES)
+            worker = threading.Thread(target=target, name="te-microbatch-lint-deep", daemon=True)
+        finally:
+            threading.stack_size(stack)
+        sys.setrecursionlimit(max(limit, RECURSION_LIMIT))
+        try:
+            worker.start()
+            worker.join()
+        finally:
+            sys.setrecursionlimit(limit)
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
