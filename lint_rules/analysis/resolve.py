@@ -74,6 +74,17 @@ def classify_qualname(qual: str) -> Kind:
     return Kind("qualname", qual)
 
 
+_TORCH_MODULE_WRAPPERS = ("torch.nn.DataParallel", "torch.nn.parallel.", "torch.distributed.")
+"""torch classes that call a module they are given: what they hold decides, so not known."""
+
+
+def torch_class(qual: str) -> bool:
+    """A class of ``torch`` (``torch.nn.Linear``, however imported): known not to be TE."""
+    if not qual.startswith("torch.") or qual.startswith(_TORCH_MODULE_WRAPPERS):
+        return False
+    return qual.rsplit(".", 1)[-1][:1].isupper()
+
+
 def _describe(node: ast.expr) -> str:
     text = ast.unparse(node)
     return text if len(text) <= 40 else text[:37] + "..."
@@ -328,6 +339,8 @@ class Resolver:
             return kind
         if kind.tag == "class" and isinstance(kind.node, ast.ClassDef):
             return self.classes.instance(kind.node)
+        if kind.tag == "qualname" and torch_class(kind.name):
+            return NOT_TE
         return unknown("an instance of a class that is not resolved")
 
     def attribute_of(self, base: Kind, attr: str) -> Kind:
@@ -401,6 +414,8 @@ class Resolver:
                     return first
                 return Kind("container", element=self.element_of(first))
             return container(elements)
+        if torch_class(qual):
+            return NOT_TE  # torch.nn.Linear(...) and the like
         return unknown(f"the result of `{qual}`")
 
     def returns(
