@@ -103,3 +103,29 @@ def test_unsafe_fixes_are_left_unless_asked_for(monkeypatch: pytest.MonkeyPatch)
 def test_keep_comments_without_comments_is_the_new_value() -> None:
     assert keep_comments("self.a and self.b", "None") == "None"
     assert keep_comments("'#' + x", "None") == "None"  # a hash inside a string is no comment
+
+
+GUARD = "megatron.core.transformer.module.is_first_microbatch_tracked"
+IMPORT = "from megatron.core.transformer.module import is_first_microbatch_tracked"
+
+
+@pytest.mark.parametrize(
+    ("prelude", "added"),
+    [
+        (f"try:\n    {IMPORT}\nexcept ImportError:\n    pass\n", False),
+        (f"if True:\n    {IMPORT}\n", False),
+        ("def is_first_microbatch_tracked(config):\n    return True\n", False),
+        (f"from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    {IMPORT}\n", True),
+        (f"import typing\nif typing.TYPE_CHECKING:\n    {IMPORT}\n", True),
+        (f"def helper():\n    {IMPORT}\n", True),
+        (f"class Holder:\n    {IMPORT}\n", True),
+    ],
+)
+def test_guard_import_only_when_not_bound_at_run_time(prelude: str, added: bool) -> None:
+    text = HEADER.replace("\n\n\n", f"\n{prelude}\n\n", 1) + (
+        "    def forward(self, x):\n        return self.fc(x, is_first_microbatch=self.flag)\n"
+    )
+    result = fix_source(text, replace(DEFAULT_SETTINGS, fix_strategy="guard"))
+    assert "if is_first_microbatch_tracked(self.config) else None" in result.text
+    top_level = [line for line in result.text.splitlines() if line == IMPORT]
+    assert len(top_level) == (1 if added else 0), result.text

@@ -234,7 +234,7 @@ class FixBuilder:
             b.how == "import" and b.qualname == dotted_name for b in owner.bindings.get(name, [])
         ):
             return f"a local `{name}` would shadow the guard"
-        needs_import: str | None = dotted_name if "." in dotted_name else None
-        if name in self.symbols.alias_choices or name in self.symbols.functions:
-            needs_import = None
+        # The fixer adds the import unless the name is bound when the module runs (an import
+        # under `if TYPE_CHECKING:` or inside a function is not): fixing.add_guard_import.
+        needs_import = None if name in self.symbols.functions else dotted_name
         return f"{name}({self.settings.guard_config})", needs_import
