@@ -195,6 +195,8 @@ def tem004_rejected(
     splats: list[ast.keyword],
 ) -> None:
     """TEM004: the flag passed to a TE callable that does not accept it (no fix)."""
+    if keyword is None and not splats:
+        return  # positional arguments only (a TE constructor's): nothing passes the flag
     target = callee_text(describe(call.func), callee.name)
     if keyword is not None:
         a.report("TEM004", keyword, target, None)

@@ -49,9 +49,12 @@ class Analysis:
 
     def run(self) -> list[Finding]:
         interesting = None
+        enter_compound = True
         if self.source is not None:
             interesting = interesting_lines(split_lines(self.source), self.mentions_te)
-        Walker(self._on_call, interesting).walk_body(self.tree.body, MODULE_CONTEXT)
+            enter_compound = not self.source.isascii()
+        walker = Walker(self._on_call, interesting, enter_compound)
+        walker.walk_body(self.tree.body, MODULE_CONTEXT)
         checks.tem005_called_twice(self)
         self._share_fixes()
         self.findings.sort(key=lambda f: f.sort_key)

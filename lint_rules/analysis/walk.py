@@ -20,8 +20,21 @@ _LEAVES = frozenset(
     | {ast.And, ast.Or, ast.Not, ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Is}
     | {ast.IsNot, ast.In, ast.NotIn, ast.USub, ast.UAdd, ast.Invert, ast.FloorDiv, ast.MatMult}
     | {ast.BitAnd, ast.BitOr, ast.BitXor, ast.LShift, ast.RShift}
+    | {str, int, bool, float, complex, bytes, type(None), type(...)}
 )
-"""Nodes that can never contain a call: the walk does not descend into them."""
+"""Nodes (and field values) that can never contain a call: the walk does not descend into them."""
+
+_SCALAR_FIELDS = frozenset(
+    {"ctx", "op", "ops", "id", "attr", "arg", "name", "names", "module", "level", "kind"}
+    | {"conversion", "is_async", "simple", "type_comment", "kwd_attrs", "rest", "tag"}
+)
+_FIELDS: dict[type, tuple[str, ...]] = {}
+"""Per node type, the fields that may hold a node (computed once per type)."""
+
+
+def _node_fields(kind: type) -> tuple[str, ...]:
+    fields = _FIELDS[kind] = tuple(f for f in kind._fields if f not in _SCALAR_FIELDS)  # type: ignore[attr-defined]
+    return fields
 
 COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
 
@@ -146,27 +159,33 @@ def interesting_lines(lines: Sequence[str], te_file: bool) -> Callable[[int, int
 class Walker:
     """Visit every call of a module once, in order, with its ``Context``.
 
-    ``interesting(first_line, last_line)``, when given, says which simple statements can hold
-    a call worth checking; the others are skipped (compound statements are always entered).
+    ``interesting(first_line, last_line)``, when given, says which statements can hold a call
+    worth checking; the others are skipped. With ``enter_compound`` compound statements are
+    always entered (their headers walked), as for a file with non-ASCII text, where an
+    identifier spelled with other characters may normalise to the flag.
     """
 
     def __init__(
         self,
         on_call: Callable[[ast.Call, Context], None],
         interesting: Callable[[int, int], bool] | None = None,
+        enter_compound: bool = False,
     ) -> None:
         self.on_call = on_call
         self.interesting = interesting
+        self.enter_compound = enter_compound
 
     def walk_body(self, body: Sequence[ast.AST], ctx: Context) -> None:
         interesting = self.interesting
+        enter_compound = self.enter_compound
         for node in body:
-            if (
-                interesting is None
-                or isinstance(node, _COMPOUND)
-                or interesting(node.lineno, node.end_lineno or node.lineno)  # type: ignore[attr-defined]
-            ):
+            if interesting is None or (enter_compound and isinstance(node, _COMPOUND)):
                 self.walk(node, ctx)
+            else:
+                decorators = getattr(node, "decorator_list", None)
+                first = decorators[0].lineno if decorators else node.lineno  # type: ignore[attr-defined]
+                if interesting(first, node.end_lineno or node.lineno):  # type: ignore[attr-defined]
+                    self.walk(node, ctx)
             if isinstance(node, ast.If) and node.body and _leaves_block(node.body[-1]):
                 # `if not tracked(cfg): return ...`: what follows runs only when the test is
                 # false, exclusive with the `if` body (like an `else`).
@@ -175,19 +194,27 @@ class Walker:
                 ctx = ctx.branch(node.test, True, node, 0)
 
     def walk(self, node: ast.AST, ctx: Context) -> None:
-        special = _SPECIAL.get(type(node))
+        kind = type(node)
+        special = _SPECIAL.get(kind)
         if special is not None:
             special(self, node, ctx)
             return
-        if type(node) is ast.Call:
+        if kind is ast.Attribute:  # `a.b.c`: only the innermost value may hold a call
+            value = node.value  # type: ignore[attr-defined]
+            while type(value) is ast.Attribute:
+                value = value.value
+            if type(value) not in _LEAVES:
+                self.walk(value, ctx)
+            return
+        if kind is ast.Call:
             self.on_call(node, ctx)  # type: ignore[arg-type]
-        for name in node._fields:
+        for name in _FIELDS.get(kind) or _node_fields(kind):
             value = getattr(node, name, None)
             if type(value) is list:
                 for item in value:
-                    if type(item) not in _LEAVES and isinstance(item, ast.AST):
+                    if type(item) not in _LEAVES:
                         self.walk(item, ctx)
-            elif type(value) not in _LEAVES and isinstance(value, ast.AST):
+            elif type(value) not in _LEAVES:
                 self.walk(value, ctx)
 
     def _class(self, node: ast.ClassDef, ctx: Context) -> None:
