@@ -77,6 +77,12 @@ class TEMicrobatchCodemod(VisitorBasedCodemodCommand):
             default=None,
         )
         arg_parser.add_argument(
+            "--select", dest="select", default=None, help="fix only these codes (prefixes)"
+        )
+        arg_parser.add_argument(
+            "--ignore", dest="ignore", default=None, help="do not fix these codes (prefixes)"
+        )
+        arg_parser.add_argument(
             "--unsafe-fixes",
             dest="unsafe_fixes",
             action="store_true",
@@ -112,6 +118,8 @@ class TEMicrobatchCodemod(VisitorBasedCodemodCommand):
         tracked_functions: str | None = None,
         unresolved: str | None = None,
         unsafe_fixes: bool = False,
+        select: str | None = None,
+        ignore: str | None = None,
         te_config: str | None = None,
         isolated: bool = False,
         disable_noqa: bool = False,
@@ -126,6 +134,8 @@ class TEMicrobatchCodemod(VisitorBasedCodemodCommand):
             tracked_functions=tracked_functions,
             unresolved=unresolved,
             unsafe_fixes=unsafe_fixes,
+            select=select,
+            ignore=ignore,
         )
         for name, value in old_names.items():  # te_guard_functions=..., te_unresolved=...
             if value is not None:

@@ -240,7 +240,8 @@ OPTIONS: tuple[Option, ...] = (
         "unsafe-fixes",
         _boolean,
         False,
-        "Also apply unsafe fixes (unresolved callees, forwarded parameters).",
+        "`fix` (and the libcst runner) also applies unsafe fixes: unresolved callees, values "
+        "with calls, forwarded parameters (docs/fixes.md).",
         "true",
     ),
     Option(

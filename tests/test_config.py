@@ -308,6 +308,29 @@ def test_flake8_spells_options_with_te_prefix(tmp_path: Path) -> None:
     assert findings(done, tmp_path, tmp_path) == {("model.py", 11)}
 
 
+RUNNER_LEAVES_OUT = {"exclude", "extend-exclude"}
+"""libcst's runner chooses the files itself (its own ``--blacklist-patterns``)."""
+
+
+def test_every_option_has_its_flag_in_the_cli_and_the_runner() -> None:
+    import argparse
+
+    from lint_rules.cli.options import build_parser
+    from lint_rules.codemod import TEMicrobatchCodemod
+
+    commands = build_parser()._subparsers._group_actions[0].choices  # type: ignore[union-attr]
+    runner = argparse.ArgumentParser()
+    TEMicrobatchCodemod.add_args(runner)
+    for option in OPTIONS:
+        flags = [option.flag, *(a for a in option.aliases if a.startswith("--"))]
+        for flag in flags:
+            assert flag in commands["fix"]._option_string_actions, flag
+            if option.key != "unsafe-fixes":  # check reports; it never applies a fix
+                assert flag in commands["check"]._option_string_actions, flag
+            if option.key not in RUNNER_LEAVES_OUT:
+                assert flag in runner._option_string_actions, flag
+
+
 def test_docs_config_table_lists_every_option() -> None:
     text = (PROJECT / "docs" / "config.md").read_text(encoding="utf-8")
     rows = {
