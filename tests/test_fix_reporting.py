@@ -112,3 +112,20 @@ def test_interrupted_run_lists_what_it_wrote(
     assert "fixed ./a.py (1 finding)" in err and "interrupted" in err
     assert (tmp_path / "a.py").read_text() != SAFE
     assert (tmp_path / "c.py").read_text() == SAFE and "c.py" not in err
+
+
+def test_json_and_sarif_carry_the_applicability(project: Path) -> None:
+    import json
+
+    rows = json.loads(run("check", "--format", "json", ".", cwd=project).stdout)
+    by_file = {Path(row["path"]).name: row.get("applicability") for row in rows}
+    assert by_file == {"safe.py": "safe", "unresolved.py": "unsafe", "autocast.py": None}
+    sarif = json.loads(run("check", "--format", "sarif", ".", cwd=project).stdout)
+    results = sarif["runs"][0]["results"]
+    seen = {
+        Path(r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]).name: r.get(
+            "properties", {}
+        ).get("fixApplicability")
+        for r in results
+    }
+    assert seen == by_file
