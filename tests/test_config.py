@@ -331,6 +331,24 @@ def test_every_option_has_its_flag_in_the_cli_and_the_runner() -> None:
                 assert flag in runner._option_string_actions, flag
 
 
+def test_docs_config_examples_load(tmp_path: Path) -> None:
+    """The pyproject.toml and setup.cfg examples of docs/config.md are valid as written."""
+    text = (PROJECT / "docs" / "config.md").read_text(encoding="utf-8")
+    toml = re.search(r"```toml\n(.*?)```", text, re.S)[1]  # type: ignore[index]
+    ini = re.search(r"```ini\n(.*?)```", text, re.S)[1]  # type: ignore[index]
+    write(tmp_path / "pyproject.toml", toml)
+    settings = load_settings(tmp_path / "pyproject.toml")
+    assert settings.tracked_functions == ("my_project.state.get_is_first_microbatch",)
+    table = "\n".join(line for line in text.splitlines() if line.startswith("| `"))
+    for row in re.findall(r"`([a-z-]+ = [^`]+)`", table):
+        write(tmp_path / "row.toml", f"[tool.te-microbatch-lint]\n{row}\n")
+        load_settings(tmp_path / "row.toml")  # every example cell of the table
+    write(tmp_path / "setup.cfg", ini)
+    write(tmp_path / "model.py", TE_FILE)
+    done = flake8("--select", "TEM", "model.py", cwd=tmp_path)
+    assert findings(done, tmp_path, tmp_path) == {("model.py", 11), ("model.py", 12)}
+
+
 def test_docs_config_table_lists_every_option() -> None:
     text = (PROJECT / "docs" / "config.md").read_text(encoding="utf-8")
     rows = {
