@@ -218,10 +218,11 @@ the module call by hand.
             explanation="""\
 A flag that is not `None` (even a tracked one, even a forwarded parameter) reaches a TE module
 that can run more than once per forward: the call is in a `for`/`while` loop or a comprehension
-and the callee does not depend on the loop's variables, or the same module is called with a flag
-at two places of one function that are not exclusive branches. A loop whose body also calls
-`.backward()` is a microbatch loop (each iteration is its own forward and backward) and is not
-reported.
+and the callee does not depend on the loop's variables, or the same module is called at two
+places of one function that are not exclusive branches, with a flag at both or with a flag
+first and none (or `None`) after it; the call with the flag is reported. A loop whose body
+also calls `.backward()` is a microbatch loop (each iteration is its own forward and backward)
+and is not reported.
 
 **Why.** Backward runs in reverse, so the first call's weight gradient is written last. When
 that call's flag is `True` (the first microbatch after a resume, or every step under FP8, where

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from lint_rules.analysis.resolve import Callee, TEModule, TERejects, Unresolved
 from lint_rules.analysis.symbols import Branch, Scope, constant_str, dotted, is_none
-from lint_rules.analysis.walk import COMPREHENSIONS, Context, exclusive
+from lint_rules.analysis.walk import COMPREHENSIONS, Context, Walker, exclusive
 from lint_rules.findings import Fix
 from lint_rules.rules import callee_text, repeat_text
 from lint_rules.te import FLAG, FLAG_POSITION
@@ -215,27 +215,74 @@ def tem005_in_loop(a: Analysis, site: FlagCall, fix: Fix | None) -> None:
 
 
 def tem005_called_twice(a: Analysis) -> None:
-    """TEM005: the same module called with a non-None flag at two non-exclusive places."""
+    """TEM005: a module called with a non-None flag at a place of a function where it is also
+    called (not in an exclusive branch) with a non-None flag, or with none (or ``None``) after
+    it: backward runs in reverse, so the flagged call's gradient is written last."""
     for sites in a.sites.values():
-        by_key: dict[str, list[CallSite]] = {}
+        calls = _calls_by_key(sites)
+        flag_lines = {id(site.call.call): site.flag_node.lineno for site in sites}  # type: ignore[attr-defined]
         for site in sites:
-            by_key.setdefault(site.key, []).append(site)
-        for group in by_key.values():
-            if len(group) < 2:
+            if id(site.flag_node) in a.reported_shared:
+                continue  # already reported: it runs in a loop
+            this = site.call.call
+            others = [
+                call
+                for call, path in calls.get(site.key, ())
+                if call is not this
+                and not exclusive(path, site.exclusive_path)
+                and (id(call) in flag_lines or runs_after(call, this))
+            ]
+            if not others:
                 continue
-            for site in group:
-                if id(site.flag_node) in a.reported_shared:
-                    continue  # already reported: it runs in a loop
-                others = [
-                    o
-                    for o in group
-                    if o is not site and not exclusive(o.exclusive_path, site.exclusive_path)
-                ]
-                if not others:
-                    continue
-                line = others[0].flag_node.lineno  # type: ignore[attr-defined]
-                why = f"also at line {line}"
-                a.report("TEM005", site.flag_node, site.call.target, site.fix, why=why)
+            # Another flagged call names its flag's line, as the message always did.
+            flagged = [call for call in others if id(call) in flag_lines]
+            line = flag_lines[id(flagged[0])] if flagged else others[0].lineno
+            why = f"also at line {line}"
+            a.report("TEM005", site.flag_node, site.call.target, site.fix, why=why)
+
+
+def runs_after(call: ast.Call, first: ast.Call) -> bool:
+    """Does ``call`` run after ``first`` (in one pass through their function)? A call runs
+    after the calls in its arguments, and after the calls that end before it starts."""
+    start, end = _span(call)
+    first_start, first_end = _span(first)
+    if start <= first_start and first_end <= end:
+        return True  # `first` is inside `call`: evaluated before it
+    return start >= first_end
+
+
+def _span(node: ast.expr) -> tuple[tuple[int, int], tuple[int, int]]:
+    return (
+        (node.lineno, node.col_offset),
+        (node.end_lineno or node.lineno, node.end_col_offset or 0),
+    )
+
+
+def _calls_by_key(
+    sites: list[CallSite],
+) -> dict[str, list[tuple[ast.Call, tuple[tuple[int, int], ...]]]]:
+    """Every call in the sites' function (not in nested ones) whose function is spelled like a
+    site's, with its exclusive path: the same module, called with or without a flag."""
+    scope = sites[0].call.ctx.scope
+    assert scope is not None
+    function = scope[0]
+    keys = {site.key for site in sites}
+    found: dict[str, list[tuple[ast.Call, tuple[tuple[int, int], ...]]]] = {}
+
+    def on_call(call: ast.Call, ctx: Context) -> None:
+        if ctx.scope is None or ctx.scope[0] is not function:
+            return
+        key = dotted(call.func) or ast.dump(call.func)
+        if key in keys:
+            found.setdefault(key, []).append((call, ctx.exclusive_path))
+
+    walker = Walker(on_call)
+    start = Context(None, (function, None, None), (), (), ())
+    if isinstance(function, ast.Lambda):
+        walker.walk(function.body, start)
+    else:
+        walker.walk_body(function.body, start)
+    return found
 
 
 def repeat_reason(a: Analysis, call: ast.Call, ctx: Context) -> str | None:

@@ -84,6 +84,22 @@ def _leaves_block(stmt: ast.AST) -> bool:
     return isinstance(stmt, (ast.Return, ast.Raise, ast.Continue, ast.Break))
 
 
+def _after_if(node: ast.If, ctx: Context) -> Context:
+    """The context of what follows an ``if`` whose body (or ``else``) leaves the block.
+
+    ``if not tracked(cfg): return ...``: what follows runs only when the test is false,
+    exclusive with the ``if`` body (like an ``else``); through an ``elif`` chain whose arms
+    each leave, only when every test was false.
+    """
+    if node.body and _leaves_block(node.body[-1]):
+        ctx = ctx.branch(node.test, False, node, 1)
+        if len(node.orelse) == 1 and isinstance(node.orelse[0], ast.If):
+            ctx = _after_if(node.orelse[0], ctx)
+    elif node.orelse and _leaves_block(node.orelse[-1]):
+        ctx = ctx.branch(node.test, True, node, 0)
+    return ctx
+
+
 def loop_bound_names(loop: ast.AST) -> set[str]:
     """The names a loop (or comprehension) binds in its target and body."""
     names: set[str] = set()
@@ -186,12 +202,8 @@ class Walker:
                 first = decorators[0].lineno if decorators else node.lineno  # type: ignore[attr-defined]
                 if interesting(first, node.end_lineno or node.lineno):  # type: ignore[attr-defined]
                     self.walk(node, ctx)
-            if isinstance(node, ast.If) and node.body and _leaves_block(node.body[-1]):
-                # `if not tracked(cfg): return ...`: what follows runs only when the test is
-                # false, exclusive with the `if` body (like an `else`).
-                ctx = ctx.branch(node.test, False, node, 1)
-            elif isinstance(node, ast.If) and node.orelse and _leaves_block(node.orelse[-1]):
-                ctx = ctx.branch(node.test, True, node, 0)
+            if isinstance(node, ast.If):
+                ctx = _after_if(node, ctx)
 
     def walk(self, node: ast.AST, ctx: Context) -> None:
         kind = type(node)
