@@ -25,6 +25,12 @@ def split_lines(text: str) -> list[str]:
     return _LINE.findall(text)
 
 
+def ast_lines(text: str) -> list[str]:
+    """The lines as ``ast`` numbers them (``ast_lines(text)[n - 1]`` is line ``n``), without
+    their endings; cheaper than ``split_lines`` when the text has no carriage return."""
+    return text.split("\n") if "\r" not in text else split_lines(text)
+
+
 def char_column(line: str, byte_col: int) -> int:
     """The character offset of an ``ast`` UTF-8 byte column within ``line``."""
     if line.isascii():

@@ -18,7 +18,7 @@ from lint_rules.analysis.walk import (
     loop_bound_names,
     loop_runs_backward,
 )
-from lint_rules.findings import Finding, Fix, split_lines
+from lint_rules.findings import Finding, Fix, ast_lines
 from lint_rules.rules import MESSAGES
 from lint_rules.settings import Settings
 from lint_rules.te import TE_ROOT
@@ -51,7 +51,7 @@ class Analysis:
         interesting = None
         enter_compound = True
         if self.source is not None:
-            interesting = interesting_lines(split_lines(self.source), self.mentions_te)
+            interesting = interesting_lines(ast_lines(self.source), self.mentions_te)
             enter_compound = not self.source.isascii()
         walker = Walker(self._on_call, interesting, enter_compound)
         walker.walk_body(self.tree.body, MODULE_CONTEXT)

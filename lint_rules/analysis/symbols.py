@@ -9,8 +9,10 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import accumulate
 from typing import Union
 
+from lint_rules.findings import ast_lines
 from lint_rules.te import FLAG
 
 FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda]
@@ -387,6 +389,11 @@ class ModuleSymbols:
 
     def __init__(self, tree: ast.Module, source: str | None = None) -> None:
         self.walrus = source is None or ":=" in source
+        self._walrus_marks: list[int] | None = None
+        if self.walrus and source is not None:
+            marks = [0]  # lines up to each line that spell `:=` (a string may: only a maybe)
+            marks += accumulate(":=" in line for line in ast_lines(source))
+            self._walrus_marks = marks
         self.alias_choices: dict[str, list[str]] = {}
         """Every module a module-level name may be imported from (``try``/``if`` picks one)."""
         self.functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
@@ -449,9 +456,17 @@ class ModuleSymbols:
         scope = self._scopes.get(node)
         if scope is None:
             scope = Scope(node, parent, cls)
-            _ScopeCollector(scope, self.walrus).collect(node)
+            _ScopeCollector(scope, self._may_bind_walrus(node)).collect(node)
             self._scopes[node] = scope
         return scope
+
+    def _may_bind_walrus(self, node: FunctionNode) -> bool:
+        """Whether the function's lines spell ``:=`` (else its expressions bind nothing)."""
+        marks = self._walrus_marks
+        if marks is None:
+            return self.walrus
+        last = min(node.end_lineno or node.lineno, len(marks) - 1)
+        return marks[last] > marks[node.lineno - 1]
 
     def cached_scope(self, node: FunctionNode) -> Scope | None:
         return self._scopes.get(node)

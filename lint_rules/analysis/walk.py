@@ -9,9 +9,11 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 from typing import Any
 
 from lint_rules.analysis.symbols import Branch, FunctionNode, target_names
+from lint_rules.te import FLAG
 
 _LEAVES = frozenset(
     {ast.Name, ast.Constant, ast.Load, ast.Store, ast.Del, ast.alias, ast.Pass, ast.Break}
@@ -161,10 +163,11 @@ def interesting_lines(lines: Sequence[str], te_file: bool) -> Callable[[int, int
     positional arguments (a positional flag, only looked for in files that import TE) has a
     comma: a simple statement whose lines have none of these is not walked at all.
     """
-    marks = [0]
-    for line in lines:
-        hit = "is_first_microbatch" in line or "**" in line or (te_file and "," in line)
-        marks.append(marks[-1] + hit)
+    if te_file:
+        hits = [FLAG in line or "**" in line or "," in line for line in lines]
+    else:
+        hits = [FLAG in line or "**" in line for line in lines]
+    marks = list(accumulate(hits, initial=0))
 
     def interesting(first: int, last: int) -> bool:
         return marks[min(last, len(marks) - 1)] > marks[first - 1]
