@@ -6,7 +6,9 @@ For generated programs, and for generated programs with Transformer Engine calls
   finding's position lies inside the text;
 * ``fix_source`` output parses, is idempotent (fixing twice == fixing once), differs from the
   input only inside the edit ranges its applied findings report, never touches a finding that
-  ``# noqa`` suppresses, and a program with nothing applied comes back byte-identical.
+  ``# noqa`` suppresses nor any line under a ``# noqa`` for the code it fixes, keeps every
+  comment token of the input (values carry comments inside), applies only safe fixes unless
+  asked for unsafe ones, and a program with nothing applied comes back byte-identical.
 
 Budget and seed come from ``fuzz_profiles`` (``HYPOTHESIS_PROFILE=long`` for a local hunt).
 """
@@ -14,8 +16,11 @@ Budget and seed come from ``fuzz_profiles`` (``HYPOTHESIS_PROFILE=long`` for a l
 from __future__ import annotations
 
 import ast
+import io
 import re
-from dataclasses import dataclass
+import tokenize
+from collections import Counter
+from dataclasses import dataclass, replace
 
 import hypothesmith
 import pytest
@@ -107,6 +112,13 @@ def assert_changes_only_inside(old: str, new: str, applied: list[Finding]) -> No
             position = found + len(segment)
 
 
+def comment_tokens(text: str) -> Counter[str]:
+    """Every comment token of ``text`` (newlines normalised so that ``\\r`` splits lines)."""
+    flat = text.replace("\r\n", "\n").replace("\r", "\n")
+    tokens = tokenize.generate_tokens(io.StringIO(flat).readline)
+    return Counter(t.string for t in tokens if t.type == tokenize.COMMENT)
+
+
 def key(f: Finding) -> tuple[str, int, int]:
     return (f.code, f.line, f.col)
 
@@ -137,6 +149,16 @@ def check_program(text: str, settings: Settings = DEFAULT_SETTINGS) -> Checked:
     assert not again.applied, f"second fix applied {again.applied}"
 
     event("fix applied" if result.applied else "nothing applied")
+    lost = comment_tokens(text) - comment_tokens(result.text)
+    assert not lost, f"comments lost: {sorted(lost)}"
+    if not settings.unsafe_fixes:
+        assert all(f.fix is not None and f.fix.applicability == "safe" for f in result.applied)
+    suppressed_at = noqa.noqa_checker(text)
+    for f in result.applied:
+        assert f.fix is not None
+        for e in f.fix.edits:
+            for line in range(e.start[0], e.end[0] + 1):
+                assert not suppressed_at(f.code, line), f"{f.code} fix touched a noqa line {line}"
     if not result.applied:
         assert result.text == text, "nothing applied but the text changed"
         assert not result.changed
@@ -205,6 +227,8 @@ COMBINATORS = [
     "{a} and {b}",
     "[{a}][0]",
     "(  # comment inside\n        {a}\n    )",
+    "({a}  # inner one\n        and {b}  # inner two\n    )",
+    "(\n        # own line\n        {a}\n        or {b}\n    )",
     "{a} if {b} else {a}",
     "lambda: {a}",
 ]
@@ -224,6 +248,9 @@ SHAPES = [
     "y = self.{m}(x, is_first_microbatch={v}){q}",
     "y = self.{m}(\n    x,  # the input ü\n    is_first_microbatch={v},  # flag{q}\n)",
     "y = self.{m}(x, {v}){q}",
+    "y = self.{m}(x, ({v}  # positional note\n    )){q}",
+    "y = self.{m}(\n    x,\n    {v}  # positional value{q}\n    # between\n    , None,\n)",
+    "y = self.{m}(x, is_first_microbatch={v}  # kw note\n    ){q}",
     "y = self.{m}(x, {v}, None){q}",
     "y = self.{m}(x, m_splits, {v}){q}",
     'kw = {{"is_first_microbatch": {v}}}{q}\ny = self.{m}(x, **kw)',
@@ -388,6 +415,13 @@ def test_te_programs_with_generated_code(source: str) -> None:
 def test_te_programs_guard_strategy(source: str) -> None:
     assume(parses(source))
     check_program(source, GUARD_SETTINGS)
+
+
+@fuzz_settings(1.0)
+@given(te_programs())
+def test_te_programs_unsafe_fixes(source: str) -> None:
+    assume(parses(source))
+    check_program(source, replace(DEFAULT_SETTINGS, unsafe_fixes=True))
 
 
 @fuzz_settings(1.5)
