@@ -104,3 +104,37 @@ def test_cli_fix_rejects_bad_guard_settings(
     assert len(lines) == 1 and key in lines[0], proc.stderr
     assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr
     assert target.read_text() == SOURCE
+
+
+@pytest.mark.parametrize(
+    "face",
+    [
+        ["-m", "flake8", "--isolated", "--select", "TEM", "--te-guard-import", "flag_ok"],
+        [
+            "-m",
+            "libcst.tool",
+            "codemod",
+            "-x",
+            "lint_rules.codemod.TEMicrobatchCodemod",
+            "--no-format",
+            "--guard-import",
+            "flag_ok",
+        ],
+    ],
+    ids=["flake8", "libcst-codemod"],
+)
+def test_other_faces_reject_a_bare_guard_name(tmp_path: Path, face: list[str]) -> None:
+    import sys
+
+    target = tmp_path / "model.py"
+    target.write_text(SOURCE)
+    proc = subprocess.run(
+        [sys.executable, *face, "model.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "guard-import" in proc.stderr and "Traceback" not in proc.stderr
+    assert target.read_text() == SOURCE
