@@ -189,9 +189,10 @@ kwargs = {{"is_first_microbatch": None}}
 `is_first_microbatch` is given (by keyword, or through a splatted dict literal) to a TE callable
 that has no such parameter, so the call raises `TypeError` when it runs: the constructors of the
 six module classes, `fp8_autocast`, `autocast`, `fp8_model_init`, `quantized_model_init`,
-`LayerNorm`, `RMSNorm`, `DotProductAttention`, and anything in `transformer_engine.pytorch.ops`
-(the fusible ops use `accumulate_into_main_grad` instead). The value does not matter: even
-`None` is an error.
+`LayerNorm`, `RMSNorm`, `DotProductAttention`, anything in `transformer_engine.pytorch.ops`
+(the fusible ops use `accumulate_into_main_grad` instead), and a subclass of a TE module defined
+in the file whose own `forward` has neither the parameter nor `**kwargs`. The value does not
+matter: even `None` is an error.
 
 **Example.**
 

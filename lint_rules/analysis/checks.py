@@ -67,16 +67,17 @@ def describe(func: ast.expr) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def flag_index(call: ast.Call, cls: str, shift: int) -> int | None:
-    """Where a TE class's positional flag sits in this call, if it is passed positionally.
+def flag_index(call: ast.Call, callee: TEModule) -> int | None:
+    """Where a TE module's positional flag sits in this call, if it is passed positionally.
 
-    Unknown class, a class whose index depends on the TE version
-    (``te.VERSION_DEPENDENT_POSITION``), too few arguments, or a ``*args`` at or before it: no
-    position.
+    Unknown class (and no in-file ``forward`` that says), a class whose index depends on the TE
+    version (``te.VERSION_DEPENDENT_POSITION``), too few arguments, or a ``*args`` at or before
+    it: no position.
     """
-    if cls not in FLAG_POSITION:
+    position = callee.index if callee.index is not None else FLAG_POSITION.get(callee.cls)
+    if position is None:
         return None
-    index = FLAG_POSITION[cls] + shift
+    index = position + callee.shift
     if len(call.args) <= index or any(isinstance(a, ast.Starred) for a in call.args[: index + 1]):
         return None
     return index
@@ -93,7 +94,7 @@ def check_call(a: Analysis, call: ast.Call, ctx: Context) -> None:
         tem004_rejected(a, call, callee, keyword, splats)
         return
     if isinstance(callee, TEModule):
-        index = None if keyword is not None else flag_index(call, callee.cls, callee.shift)
+        index = None if keyword is not None else flag_index(call, callee)
     elif isinstance(callee, Unresolved) and (keyword is not None or splats):
         if a.settings.unresolved != "report":
             return

@@ -11,8 +11,8 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-from lint_rules.analysis.kinds import NOT_TE, UNKNOWN, Kind, join, te_instance, unknown
-from lint_rules.te import TE_ROOT
+from lint_rules.analysis.kinds import NOT_TE, UNKNOWN, Kind, join, unknown
+from lint_rules.te import FLAG, TE_ROOT
 
 if TYPE_CHECKING:
     from lint_rules.analysis.resolve import Resolver
@@ -72,12 +72,22 @@ class Classes:
     def defines(self, node: ast.ClassDef, method: str) -> bool:
         return any(method in self.symbols.class_info(cls).methods for cls in self.lineage(node))
 
+    def te_forward(self, te: str, lineage: list[ast.ClassDef], node: ast.ClassDef) -> Kind:
+        """Calling a TE subclass whose in-file classes (``lineage``, nearest first) may define
+        ``forward``: TE's own (class ``te``), or the nearest in-file one, read off its
+        signature (where it takes the flag positionally, or that it takes none)."""
+        for owner in lineage:
+            method = self.symbols.class_info(owner).methods.get("forward")
+            if method is not None:
+                index, accepts = flag_parameter(method)
+                return Kind("te_instance", "", node=node, index=index, rejects=not accepts)
+        return Kind("te_instance", te, node=node)
+
     def instance(self, node: ast.ClassDef) -> Kind:
         """An instance of the in-file class ``node``."""
         te = self.te_base(node)
         if te is not None:
-            overridden = self.defines(node, "forward")
-            return Kind("te_instance", "" if overridden else te, node=node)
+            return self.te_forward(te, self.lineage(node), node)
         foreign = self.foreign_base(node)
         if foreign:
             return unknown(f"an instance of `{node.name}`, which has {foreign}")
@@ -141,11 +151,20 @@ class Classes:
         te = self.te_base(cls)
         if te:
             # An in-file ancestor's own forward runs first: its signature, not TE's, decides
-            # where a positional flag goes, so the class is left unknown (no TEM002).
-            ancestors = self.lineage(cls)[1:]
-            overridden = any("forward" in self.symbols.class_info(c).methods for c in ancestors)
-            return te_instance("" if overridden else te)
+            # where a positional flag goes, and whether it takes one.
+            return self.te_forward(te, self.lineage(cls)[1:], cls)
         foreign = self.foreign_base(cls)
         if foreign:
             return unknown(f"`{cls.name}` has {foreign}")
         return NOT_TE
+
+
+def flag_parameter(method: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[int | None, bool]:
+    """Where an in-file ``forward`` takes the flag positionally (counting after ``self``), and
+    whether it takes it at all (a parameter of that name, or ``**kwargs``)."""
+    args = method.args
+    positional = [a.arg for a in (*args.posonlyargs, *args.args)][1:]
+    if FLAG in positional:
+        return positional.index(FLAG), True
+    named = any(a.arg == FLAG for a in args.kwonlyargs)
+    return None, named or args.kwarg is not None

@@ -30,6 +30,9 @@ class TEModule:
     cls: str = ""
     shift: int = 0
     via: str = ""
+    index: int | None = None
+    """The flag's positional index read off an in-file subclass's own ``forward`` (else the
+    class's ``te.FLAG_POSITION``, when ``cls`` is known)."""
 
 
 @dataclass(frozen=True)
@@ -84,6 +87,11 @@ class Kind:
     """For a nested function: the scope it is defined in."""
     shift: int = 0
     """For a forwarder: the index of the first argument it passes on (after the function)."""
+    index: int | None = None
+    """For a TE instance whose ``forward`` is defined in the file: the flag's positional index
+    in that signature (None: keyword only, or not a parameter)."""
+    rejects: bool = False
+    """For a TE instance whose ``forward`` is defined in the file: it takes no flag at all."""
 
 
 NOT_TE = Kind("not_te")
@@ -125,7 +133,7 @@ def join(kinds: Sequence[Kind]) -> Kind:
     if te:
         # Keep the class only when every alternative is that class: TEM002 reads the flag's
         # position from it.
-        if len(te) == len(live) and len({k.name for k in te}) == 1:
+        if len(te) == len(live) and len({(k.name, k.index, k.rejects) for k in te}) == 1:
             return te[0]
         return Kind("te_instance", "")
     for tag in ("te_class", "unbound", "reject"):

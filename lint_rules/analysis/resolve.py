@@ -147,7 +147,10 @@ class Resolver:
 
     def _typed(self, kind: Kind, shift: int, via: str) -> Callee:
         if kind.tag == "te_instance":
-            return TEModule(kind.name, shift, via)
+            if kind.rejects:
+                owner = kind.node.name if isinstance(kind.node, ast.ClassDef) else ""
+                return TERejects(owner)
+            return TEModule(kind.name, shift, via, kind.index)
         if kind.tag == "unbound":
             return TEModule(kind.name, shift + 1, via)
         if kind.tag == "reject":
