@@ -220,6 +220,8 @@ def tem005_called_twice(a: Analysis) -> None:
     called (not in an exclusive branch) with a non-None flag, or with none (or ``None``) after
     it: backward runs in reverse, so the flagged call's gradient is written last."""
     for sites in a.sites.values():
+        if not _may_repeat(a, sites):
+            continue
         calls = _calls_by_key(sites)
         flag_lines = {id(site.call.call): site.flag_node.lineno for site in sites}  # type: ignore[attr-defined]
         for site in sites:
@@ -240,6 +242,27 @@ def tem005_called_twice(a: Analysis) -> None:
             line = flag_lines[id(flagged[0])] if flagged else others[0].lineno
             why = f"also at line {line}"
             a.report("TEM005", site.flag_node, site.call.target, site.fix, why=why)
+
+
+def _may_repeat(a: Analysis, sites: list[CallSite]) -> bool:
+    """Whether a module of these sites may be called twice in their function, from its text:
+    a site's callee named once in the function's lines (and by no other site) is called
+    once. Only for ASCII text (an identifier's spelling is then what ``ast`` says)."""
+    if a.source is None or not a.source.isascii():
+        return True
+    names: dict[str, int] = {}
+    for site in sites:
+        func = site.call.call.func
+        if not isinstance(func, (ast.Name, ast.Attribute)) or dotted(func) != site.key:
+            return True
+        name = func.id if isinstance(func, ast.Name) else func.attr
+        names[name] = names.get(name, 0) + 1
+    if any(count > 1 for count in names.values()):
+        return True
+    function = sites[0].call.ctx.scope[0]  # type: ignore[index]
+    lines = a.lines()[function.lineno - 1 : function.end_lineno]
+    text = "\n".join(lines)
+    return any(text.count(name) > 1 for name in names)
 
 
 def runs_after(call: ast.Call, first: ast.Call) -> bool:

@@ -46,12 +46,13 @@ class Analysis:
         self.reported_shared: set[int] = set()
         self.sites: dict[int, list[checks.CallSite]] = {}
         self._loops: dict[int, tuple[set[str], bool]] = {}
+        self._lines: list[str] | None = None
 
     def run(self) -> list[Finding]:
         interesting = None
         enter_compound = True
         if self.source is not None:
-            interesting = interesting_lines(ast_lines(self.source), self.mentions_te)
+            interesting = interesting_lines(self.lines(), self.mentions_te)
             enter_compound = not self.source.isascii()
         walker = Walker(self._on_call, interesting, enter_compound)
         walker.walk_body(self.tree.body, MODULE_CONTEXT)
@@ -59,6 +60,12 @@ class Analysis:
         self._share_fixes()
         self.findings.sort(key=lambda f: f.sort_key)
         return self.findings
+
+    def lines(self) -> list[str]:
+        """The source's lines as ``ast`` numbers them (from 1), split once."""
+        if self._lines is None:
+            self._lines = ast_lines(self.source or "")
+        return self._lines
 
     def _on_call(self, call: ast.Call, ctx: Context) -> None:
         checks.check_call(self, call, ctx)
