@@ -57,7 +57,6 @@ class CallSite:
 
     key: str
     flag_node: ast.AST
-    fix: Fix | None
     exclusive_path: tuple[tuple[int, int], ...]
     call: FlagCall
 
@@ -110,21 +109,18 @@ def check_call(a: Analysis, call: ast.Call, ctx: Context) -> None:
     guarded = a.tracker.branches_guarded(ctx.branches, scope)
     node = keyword if keyword is not None else value
     site = FlagCall(call, ctx, scope, callee, guarded, keyword, index, value, node, repeated)
-    shared_fix: Fix | None = None  # what TEM005 does: None, whatever the strategy
     if keyword is not None:
-        shared_fix = a.fixes.none_fix(keyword.value, callee, scope)
         tem001_keyword(a, site)
     elif index is not None:
-        shared_fix = a.fixes.positional_fix(call, index, scope, "shared", callee)
         tem002_positional(a, site)
     for splat in splats:
         tem003_mapping(a, site, splat.value)
     if node is None or value is None or is_none(value):
         return
-    tem005_in_loop(a, site, shared_fix)
+    tem005_in_loop(a, site)
     if ctx.scope is not None and scope is not None:
         key = dotted(call.func) or ast.dump(call.func)
-        entry = CallSite(key, node, shared_fix, ctx.exclusive_path, site)
+        entry = CallSite(key, node, ctx.exclusive_path, site)
         a.sites.setdefault(id(ctx.scope[0]), []).append(entry)
 
 
@@ -208,10 +204,19 @@ def tem004_rejected(
                     a.report("TEM004", key, target, None)
 
 
-def tem005_in_loop(a: Analysis, site: FlagCall, fix: Fix | None) -> None:
+def shared_fix(a: Analysis, site: FlagCall) -> Fix | None:
+    """TEM005's fix: None, whatever the strategy (built only for a TEM005 finding)."""
+    if site.keyword is not None:
+        return a.fixes.none_fix(site.keyword.value, site.callee, site.scope)
+    if site.index is not None:
+        return a.fixes.positional_fix(site.call, site.index, site.scope, "shared", site.callee)
+    return None
+
+
+def tem005_in_loop(a: Analysis, site: FlagCall) -> None:
     """TEM005: a non-None flag to a TE module that a loop calls more than once per forward."""
     if site.repeated and site.node is not None:
-        a.report("TEM005", site.node, site.target, fix, why=site.repeated)
+        a.report("TEM005", site.node, site.target, shared_fix(a, site), why=site.repeated)
         a.reported_shared.add(id(site.node))
 
 
@@ -241,7 +246,8 @@ def tem005_called_twice(a: Analysis) -> None:
             flagged = [call for call in others if id(call) in flag_lines]
             line = flag_lines[id(flagged[0])] if flagged else others[0].lineno
             why = f"also at line {line}"
-            a.report("TEM005", site.flag_node, site.call.target, site.fix, why=why)
+            fix = shared_fix(a, site.call)
+            a.report("TEM005", site.flag_node, site.call.target, fix, why=why)
 
 
 def _may_repeat(a: Analysis, sites: list[CallSite]) -> bool:

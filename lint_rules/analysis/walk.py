@@ -35,8 +35,10 @@ _FIELDS: dict[type, tuple[str, ...]] = {}
 
 
 def _node_fields(kind: type) -> tuple[str, ...]:
-    fields = _FIELDS[kind] = tuple(f for f in kind._fields if f not in _SCALAR_FIELDS)  # type: ignore[attr-defined]
+    names: tuple[str, ...] = kind._fields  # type: ignore[attr-defined]
+    fields = _FIELDS[kind] = tuple(f for f in names if f not in _SCALAR_FIELDS)
     return fields
+
 
 COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
 
