@@ -11,7 +11,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from lint_rules.analysis.resolve import Callee, TEModule, TERejects, Unresolved
-from lint_rules.analysis.symbols import Branch, Scope, constant_str, dotted, is_none
+from lint_rules.analysis.symbols import (
+    Branch,
+    Scope,
+    constant_str,
+    dotted,
+    is_none,
+    runs_before,
+    stores_flag,
+)
 from lint_rules.analysis.walk import COMPREHENSIONS, Context, Walker, exclusive
 from lint_rules.findings import Fix
 from lint_rules.rules import callee_text, repeat_text
@@ -170,8 +178,16 @@ def tem003_mapping(a: Analysis, site: FlagCall, mapping: ast.expr) -> None:
                 if kw.arg == FLAG:
                     entries.append((kw, kw.value, (), owner or scope))
     mapping_name = name or "{...}"
+    # Stores that always run between an entry and the call replace it (`kw[FLAG] = None`).
+    function = scope.node if scope is not None else None
+    later: list[ast.stmt] = []
+    if name is not None and owner is scope and function is not None:
+        later = [s for s in runs_before(function, site.call) if stores_flag(s, name)]
     for node, value, branches, where in entries:
         if id(node) in a.reported_keys:
+            continue
+        end = (node.end_lineno, node.end_col_offset)  # type: ignore[attr-defined]
+        if any((s.lineno, s.col_offset) >= end for s in later):
             continue
         if (
             site.guarded

@@ -83,6 +83,78 @@ def statements(body: Sequence[ast.stmt]) -> Iterator[ast.stmt]:
             yield from statements(case.body)
 
 
+def _span(node: ast.AST) -> tuple[tuple[int, int], tuple[int, int]]:
+    start = (node.lineno, node.col_offset)  # type: ignore[attr-defined]
+    return start, (node.end_lineno or start[0], node.end_col_offset or 0)  # type: ignore[attr-defined]
+
+
+def _contains(outer: ast.AST, inner: ast.AST) -> bool:
+    (start, end), (inner_start, inner_end) = _span(outer), _span(inner)
+    return start <= inner_start and inner_end <= end
+
+
+def runs_before(function: FunctionNode, node: ast.AST) -> Iterator[ast.stmt]:
+    """The statements of ``function`` that have run whenever ``node`` runs: those ahead of it
+    in each block that encloses it (not inside a loop, ``try`` or branch it is not in)."""
+    if isinstance(function, ast.Lambda):
+        return
+    body: Sequence[ast.stmt] = function.body
+    while body:
+        inner: Sequence[ast.stmt] = ()
+        for index, stmt in enumerate(body):
+            if _contains(stmt, node):
+                yield from body[:index]
+                if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    blocks = [getattr(stmt, name, ()) for name in ("body", "orelse", "finalbody")]
+                    blocks += [h.body for h in getattr(stmt, "handlers", ())]
+                    blocks += [c.body for c in getattr(stmt, "cases", ())]
+                    inner = next((b for b in blocks if b and _contains_block(b, node)), ())
+                break
+        body = inner
+
+
+def _contains_block(block: Sequence[ast.stmt], node: ast.AST) -> bool:
+    return any(_contains(stmt, node) for stmt in block)
+
+
+def stores_flag(stmt: ast.stmt, mapping: str) -> bool:
+    """Does ``stmt`` replace (or drop) the flag's key of the mapping named ``mapping``:
+    ``m["is_first_microbatch"] = v``, ``m.update(is_first_microbatch=v)``, ``del m[...]``,
+    ``m.pop("is_first_microbatch")``, or ``m = <a new mapping that does not mention m>``?"""
+
+    def is_key(target: ast.expr) -> bool:
+        return (
+            isinstance(target, ast.Subscript)
+            and isinstance(target.value, ast.Name)
+            and target.value.id == mapping
+            and constant_str(target.slice) == FLAG
+        )
+
+    if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+        if any(is_key(t) for t in targets):
+            return True
+        rebinds = any(isinstance(t, ast.Name) and t.id == mapping for t in targets)
+        mentions = any(isinstance(n, ast.Name) and n.id == mapping for n in ast.walk(stmt.value))
+        return rebinds and not mentions
+    if isinstance(stmt, ast.Delete):
+        return any(is_key(t) for t in stmt.targets)
+    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+        call = stmt.value
+        func = call.func
+        if not (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and func.value.id == mapping
+        ):
+            return False
+        if func.attr == "update":
+            return any(kw.arg == FLAG for kw in call.keywords)
+        if func.attr == "pop":
+            return bool(call.args) and constant_str(call.args[0]) == FLAG
+    return False
+
+
 # --------------------------------------------------------------------------------------------
 # Function scopes
 
