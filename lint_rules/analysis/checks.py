@@ -15,9 +15,11 @@ from lint_rules.analysis.symbols import (
     Branch,
     Scope,
     constant_str,
+    contains,
     dotted,
     is_none,
     runs_before,
+    span,
     stores_flag,
 )
 from lint_rules.analysis.walk import COMPREHENSIONS, Context, Walker, exclusive
@@ -290,18 +292,7 @@ def _may_repeat(a: Analysis, sites: list[CallSite]) -> bool:
 def runs_after(call: ast.Call, first: ast.Call) -> bool:
     """Does ``call`` run after ``first`` (in one pass through their function)? A call runs
     after the calls in its arguments, and after the calls that end before it starts."""
-    start, end = _span(call)
-    first_start, first_end = _span(first)
-    if start <= first_start and first_end <= end:
-        return True  # `first` is inside `call`: evaluated before it
-    return start >= first_end
-
-
-def _span(node: ast.expr) -> tuple[tuple[int, int], tuple[int, int]]:
-    return (
-        (node.lineno, node.col_offset),
-        (node.end_lineno or node.lineno, node.end_col_offset or 0),
-    )
+    return contains(call, first) or span(call)[0] >= span(first)[1]
 
 
 def _calls_by_key(

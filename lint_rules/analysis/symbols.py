@@ -83,13 +83,15 @@ def statements(body: Sequence[ast.stmt]) -> Iterator[ast.stmt]:
             yield from statements(case.body)
 
 
-def _span(node: ast.AST) -> tuple[tuple[int, int], tuple[int, int]]:
+def span(node: ast.AST) -> tuple[tuple[int, int], tuple[int, int]]:
+    """Where a node starts and ends in the source: ``(line, column)`` pairs."""
     start = (node.lineno, node.col_offset)  # type: ignore[attr-defined]
     return start, (node.end_lineno or start[0], node.end_col_offset or 0)  # type: ignore[attr-defined]
 
 
-def _contains(outer: ast.AST, inner: ast.AST) -> bool:
-    (start, end), (inner_start, inner_end) = _span(outer), _span(inner)
+def contains(outer: ast.AST, inner: ast.AST) -> bool:
+    """``inner`` lies within ``outer``'s source range."""
+    (start, end), (inner_start, inner_end) = span(outer), span(inner)
     return start <= inner_start and inner_end <= end
 
 
@@ -102,7 +104,7 @@ def runs_before(function: FunctionNode, node: ast.AST) -> Iterator[ast.stmt]:
     while body:
         inner: Sequence[ast.stmt] = ()
         for index, stmt in enumerate(body):
-            if _contains(stmt, node):
+            if contains(stmt, node):
                 yield from body[:index]
                 if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                     blocks = [getattr(stmt, name, ()) for name in ("body", "orelse", "finalbody")]
@@ -114,7 +116,7 @@ def runs_before(function: FunctionNode, node: ast.AST) -> Iterator[ast.stmt]:
 
 
 def _contains_block(block: Sequence[ast.stmt], node: ast.AST) -> bool:
-    return any(_contains(stmt, node) for stmt in block)
+    return any(contains(stmt, node) for stmt in block)
 
 
 def stores_flag(stmt: ast.stmt, mapping: str) -> bool:
