@@ -1,4 +1,4 @@
-"""What the linter knows about Transformer Engine (TE 2.x), without ever importing it.
+"""What the linter knows about Transformer Engine (TE 1.x and 2.x), without ever importing it.
 
 Which TE callables take ``is_first_microbatch`` (and at which positional index), which reject
 it, and which need it as a bool. ``docs/te-facts.md`` says where each fact comes from.
