@@ -7,7 +7,8 @@ function as usual; only when it raises ``RecursionError`` is it run again in a t
 limit, so the common case pays nothing. Calls made from inside that thread run directly.
 
 Python 3.12 and later cap the depth of the tree ``ast.parse`` builds (a few thousand levels)
-whatever the limit; such a file raises ``SyntaxError`` here (reported as an error, untouched).
+whatever the limit; such a file raises ``SyntaxError("expression too deeply nested")`` here
+(reported in one line, exit 2, the file untouched).
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 STACK_BYTES = 1 << 30
 RECURSION_LIMIT = 1_000_000
+TOO_DEEP = "expression too deeply nested"
+"""What a file deeper than this Python's parser builds is told (``cannot parse: ...``)."""
 _state = threading.local()
 _lock = threading.Lock()
 
@@ -49,24 +52,21 @@ def _in_deep_thread(function: Callable[..., Any], args: tuple, kwargs: dict) -> 
         try:
             outcome["value"] = function(*args, **kwargs)
         except RecursionError:
-            outcome["error"] = SyntaxError(
-                f"too deeply nested for the parser of Python "
-                f"{sys.version_info[0]}.{sys.version_info[1]}"
-            )
+            outcome["error"] = SyntaxError(TOO_DEEP)
         except BaseException as error:  # handed to the caller's thread as it is
             outcome["error"] = error
 
     with _lock:  # the recursion limit is per interpreter: one deep run at a time
         limit = sys.getrecursionlimit()
         stack = threading.stack_size()
-        try:
-            threading.stack_size(STACK_BYTES)
-            worker = threading.Thread(target=target, name="te-microbatch-lint-deep", daemon=True)
-        finally:
-            threading.stack_size(stack)
+        worker = threading.Thread(target=target, name="te-microbatch-lint-deep", daemon=True)
         sys.setrecursionlimit(max(limit, RECURSION_LIMIT))
         try:
-            worker.start()
+            threading.stack_size(STACK_BYTES)  # read when the thread starts, not when made
+            try:
+                worker.start()
+            finally:
+                threading.stack_size(stack)
             worker.join()
         finally:
             sys.setrecursionlimit(limit)

@@ -115,5 +115,42 @@ def test_too_deep_for_this_python_is_an_error_not_a_crash(tmp_path: Path) -> Non
     checked = subprocess.run(
         [*cli(), "check", str(path)], capture_output=True, text=True, timeout=300
     )
-    assert checked.returncode == 2 and "too deeply nested" in checked.stderr
+    assert checked.returncode == 2 and "cannot parse: expression too deeply nested" in checked.stderr
     assert "internal error" not in checked.stderr
+
+
+def test_deep_thread_gets_its_large_stack() -> None:
+    """The retry thread must start with the large stack (the size is read at ``start()``):
+    a 300,000-term expression needs more C stack than a default thread has (the release
+    crashed with a segmentation fault)."""
+    program = HEAD + f"        return {' + '.join(['a'] * 300_000)} + {CALL}\n"
+    code = (
+        "import sys\n"
+        "from lint_rules.analysis import analyze_source\n"
+        "print(len(analyze_source(sys.stdin.read())))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], input=program, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "1"
+
+
+def test_past_the_parser_limit_is_a_one_line_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Past the depth this Python's parser builds (here a deep thread's limit lowered to
+    3,000, as Python 3.12's own cap does), the file is an error in one line, exit 2, untouched."""
+    from lint_rules import deep
+    from lint_rules.cli import main
+
+    monkeypatch.setattr(deep, "RECURSION_LIMIT", 3_000)
+    path = tmp_path / "deep.py"
+    text = HEAD + f"        return {' + '.join(['a'] * 20_000)} + {CALL}\n"
+    path.write_text(text)
+    for command in (["check"], ["fix"], ["fix", "--diff"]):
+        assert main([*command, "--isolated", "--jobs", "1", str(path)]) == 2
+        err = capsys.readouterr().err
+        assert f"{path}: error: cannot parse: expression too deeply nested\n" in err, err
+        assert "internal error" not in err
+    assert path.read_text() == text
