@@ -3,6 +3,7 @@
     python benchmarks/core_throughput.py                         # worst case: 2,000 files
     python benchmarks/core_throughput.py --tree megatron-core    # a real corpus
     python benchmarks/core_throughput.py --against /path/to/old/checkout --repeats 3
+    python benchmarks/core_throughput.py --floor   # + ast.parse alone, the C parser alone
 
 What ``check`` does per file after reading it (byte prefilter, ``ast.parse``, the analysis with
 its fixes), in one process on one core, timed with ``time.process_time``. ``--against`` runs
@@ -22,8 +23,8 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 _CHILD = r"""
-import json, sys, time
-from lint_rules.analysis import analyze_source
+import ast, gc, json, symtable, sys, time
+from lint_rules.analysis import analyze_source, mentions_flag
 files = json.loads(sys.stdin.read())
 texts = [open(f, encoding="utf-8").read() for f in files]
 lines = sum(t.count("\n") for t in texts)
@@ -34,14 +35,31 @@ for text in texts:
         findings += len(analyze_source(text))
     except SyntaxError:
         pass
-print(json.dumps({"cpu": time.process_time() - start, "lines": lines, "findings": findings}))
+result = {"cpu": time.process_time() - start, "lines": lines, "findings": findings}
+if "--floor" in sys.argv:
+    # What parsing the files that pass the prefilter costs alone: ast.parse (collector off,
+    # as analyze_source runs it), and the C parser without building Python objects
+    # (symtable), the least a syntax check costs.
+    parsed = [text for text in texts if mentions_flag(text)]
+    for name, parse in (("ast.parse", ast.parse), ("symtable", symtable.symtable)):
+        start = time.process_time()
+        for text in parsed:
+            gc.disable()
+            try:
+                parse(text, "<file>", "exec") if name == "symtable" else parse(text)
+            except SyntaxError:
+                pass
+            finally:
+                gc.enable()
+        result[name] = time.process_time() - start
+print(json.dumps(result))
 """
 
 
-def run_once(checkout: Path, files: list[str]) -> dict[str, float]:
+def run_once(checkout: Path, files: list[str], floor: bool = False) -> dict[str, float]:
     env = dict(os.environ, PYTHONPATH=str(checkout))
     proc = subprocess.run(
-        [sys.executable, "-c", _CHILD],
+        [sys.executable, "-c", _CHILD, *(["--floor"] if floor else [])],
         input=json.dumps(files),
         capture_output=True,
         text=True,
@@ -61,6 +79,9 @@ def main() -> int:
     p.add_argument("--files", type=int, default=2000)
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--against", type=Path, help="another checkout to compare with")
+    p.add_argument(
+        "--floor", action="store_true", help="also time ast.parse alone and the C parser alone"
+    )
     args = p.parse_args()
     root, files, _ = tree_files(args.tree, args.files)
     paths = [str(root / f) for f in files]
@@ -70,7 +91,7 @@ def main() -> int:
     best: dict[str, dict[str, float]] = {}
     for _ in range(args.repeats):
         for name, checkout in checkouts.items():
-            result = run_once(checkout, paths)
+            result = run_once(checkout, paths, args.floor and name == "this checkout")
             if name not in best or result["cpu"] < best[name]["cpu"]:
                 best[name] = result
     print(f"# analyze_source on {args.tree}: {len(paths)} files, best of {args.repeats}")
@@ -80,6 +101,12 @@ def main() -> int:
             f"- {name}: {result['cpu']:.3f} CPU s, {rate:,.0f} lines/CPU-s, "
             f"{result['findings']} findings"
         )
+    mine = best["this checkout"]
+    for part in ("ast.parse", "symtable"):
+        if part in mine:
+            rate = mine["lines"] / mine[part]
+            share = 100 * mine[part] / mine["cpu"]
+            print(f"- {part} alone: {mine[part]:.3f} CPU s ({share:.0f}%), {rate:,.0f} lines/CPU-s")
     if len(best) == 2:
         ratio = best["against"]["cpu"] / best["this checkout"]["cpu"]
         print(f"- speed-up over the other checkout: {ratio:.2f}x")
