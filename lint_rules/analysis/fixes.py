@@ -114,42 +114,45 @@ class FixBuilder:
         scope: Scope | None,
         repeated: str | None,
         callee: Callee,
-        span: tuple[Position, Position] | None = None,
         prefix: str = "",
     ) -> Fix | None:
-        """Rewrite ``value`` (or ``span``, its parenthesised extent) to None or guarded.
+        """Rewrite ``value`` to None or guarded; ``prefix`` (``is_first_microbatch=``) turns a
+        positional argument into the keyword form.
 
-        ``prefix`` turns a positional argument into the keyword form.
+        The value's own parentheses on its line (``=(i == 0)``) go with it: ``None``, not
+        ``(None)``; the guard goes inside them instead of adding a second pair.
         """
         if isinstance(value, ast.NamedExpr):
             return None  # `(f := x)`: any rewrite would change what `f` is bound to
-        start, end = span or (_start(value), _end(value))
+        start, end = _start(value), _end(value)
+        own = self._paren_span(value)
+        outer_start, outer_end = own if isinstance(own, tuple) else (start, end)
         safe = (
             isinstance(callee, TEModule)
             and not has_effects(value)
             and not _is_parameter(value, scope)
         )
         applicability = "safe" if safe else "unsafe"
+        none = Fix((Edit(outer_start, outer_end, f"{prefix}None"),), applicability=applicability)
         if repeated or self.settings.fix_strategy == "none":
-            return Fix((Edit(start, end, f"{prefix}None"),), applicability=applicability)
+            return none
         guard = self._guard_expression(scope)
         if isinstance(guard, str):
-            return Fix(
-                (Edit(start, end, f"{prefix}None"),),
-                note=f"guard strategy fell back to None: {guard}",
-                applicability=applicability,
-            )
+            return replace(none, note=f"guard strategy fell back to None: {guard}")
         call, import_name = guard
-        wrap = span is None and isinstance(value, _WRAP_IN_PARENS)
-        opening, closing = ("((", ")") if wrap else ("(", "")
-        return Fix(
-            (
-                Edit(start, start, f"{prefix}{opening}"),
-                Edit(end, end, f"{closing} if {call} else None)"),
-            ),
-            guard_import=import_name,
-            applicability=applicability,
-        )
+        tail = f" if {call} else None"
+        if isinstance(own, tuple) and not isinstance(value, _WRAP_IN_PARENS):
+            edits: tuple[Edit, ...] = (Edit(end, end, tail),)  # `(v)`: `(v if GUARD else None)`
+            if prefix:
+                edits = (Edit(outer_start, outer_start, prefix), *edits)
+        else:
+            wrap = not isinstance(own, tuple) and isinstance(value, _WRAP_IN_PARENS)
+            opening, closing = ("((", ")") if wrap else ("(", "")
+            edits = (
+                Edit(outer_start, outer_start, f"{prefix}{opening}"),
+                Edit(outer_end, outer_end, f"{closing}{tail})"),
+            )
+        return Fix(edits, guard_import=import_name, applicability=applicability)
 
     def mapping_fix(
         self, value: ast.expr, scope: Scope | None, callee: Callee, mapping: ast.expr
@@ -168,12 +171,10 @@ class FixBuilder:
     ) -> Fix | None:
         """Keyword form where no positional argument follows, else the value in place."""
         arg = call.args[index]
-        if index + 1 < len(call.args):
+        if index + 1 < len(call.args) or self._paren_span(arg) == "unsure":
+            # parentheses across lines: the value in place is always valid
             return self.value_fix(arg, scope, repeated, callee)
-        span = self._paren_span(arg)
-        if span == "unsure":  # parentheses across lines: the value in place is always valid
-            return self.value_fix(arg, scope, repeated, callee)
-        return self.value_fix(arg, scope, repeated, callee, span, f"{FLAG}=")  # type: ignore[arg-type]
+        return self.value_fix(arg, scope, repeated, callee, f"{FLAG}=")
 
     def none_fix(self, value: ast.expr, callee: Callee, scope: Scope | None = None) -> Fix | None:
         """TEM005's fix: None whatever the strategy (``scope`` tells a forwarded parameter)."""
