@@ -125,7 +125,35 @@ def test_guard_import_only_when_not_bound_at_run_time(prelude: str, added: bool)
     text = HEADER.replace("\n\n\n", f"\n{prelude}\n\n", 1) + (
         "    def forward(self, x):\n        return self.fc(x, is_first_microbatch=self.flag)\n"
     )
+    text = text.replace("te.Linear(4, 4)\n", "te.Linear(4, 4)\n        self.config = None\n", 1)
     result = fix_source(text, replace(DEFAULT_SETTINGS, fix_strategy="guard"))
     assert "if is_first_microbatch_tracked(self.config) else None" in result.text
     top_level = [line for line in result.text.splitlines() if line == IMPORT]
     assert len(top_level) == (1 if added else 0), result.text
+
+
+def test_guard_falls_back_where_self_never_has_the_config_attribute() -> None:
+    """A class whose whole lineage is in the file and never sets ``self.config``: the guard
+    would raise AttributeError, so the fix is None, with a note (catalogue:
+    ``guard_config_never_set``)."""
+    text = HEADER + (
+        "    def forward(self, x):\n        return self.fc(x, is_first_microbatch=self.flag)\n"
+    )
+    result = fix_source(text, replace(DEFAULT_SETTINGS, fix_strategy="guard"))
+    assert "is_first_microbatch=None)" in result.text and IMPORT not in result.text
+    assert result.notes == [
+        "line 10: guard strategy fell back to None: `Block` never sets `self.config`"
+    ]
+    custom = replace(DEFAULT_SETTINGS, fix_strategy="guard", guard_config="self.cfg.fp8")
+    assert fix_source(text, custom).notes == [
+        "line 10: guard strategy fell back to None: `Block` never sets `self.cfg`"
+    ]
+    assigned = text.replace(
+        "self.fc = te.Linear(4, 4)", "self.fc = te.Linear(4, 4)\n        self.cfg = 1"
+    )
+    assert (
+        "if is_first_microbatch_tracked(self.cfg.fp8) else None"
+        in fix_source(assigned, custom).text
+    )
+    outside = text + "\n\nblock = Block()\nblock.config = object()\n"
+    assert IMPORT in fix_source(outside, replace(DEFAULT_SETTINGS, fix_strategy="guard")).text

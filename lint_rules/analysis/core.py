@@ -39,7 +39,9 @@ class Analysis:
         guards = tuple(dict.fromkeys((*settings.guard_functions, settings.guard_import)))
         self.tracker = Tracker(self.symbols, guards, settings.tracked_functions)
         self.fixes: FixBuilder | NoFixes = (
-            FixBuilder(self.symbols, settings, source) if fixes else NoFixes()
+            FixBuilder(self.symbols, settings, source, self.resolver.classes, tree)
+            if fixes
+            else NoFixes()
         )
         self.findings: list[Finding] = []
         self.reported_keys: set[int] = set()

@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 from dataclasses import replace
 
+from lint_rules.analysis.classes import Classes
 from lint_rules.analysis.resolve import Callee, TEModule
 from lint_rules.analysis.symbols import ModuleSymbols, Scope
 from lint_rules.findings import Edit, Fix, Position, split_lines
@@ -102,11 +103,21 @@ class NoFixes:
 class FixBuilder:
     """Build the edits that make a flag ``None`` (or guarded) in one file."""
 
-    def __init__(self, symbols: ModuleSymbols, settings: Settings, source: str | None) -> None:
+    def __init__(
+        self,
+        symbols: ModuleSymbols,
+        settings: Settings,
+        source: str | None,
+        classes: Classes | None = None,
+        tree: ast.Module | None = None,
+    ) -> None:
         self.symbols = symbols
         self.settings = settings
         self.source = source
         self.source_lines: list[str] | None = None
+        self.classes = classes
+        self.tree = tree
+        self._stored: list[tuple[str, ast.ClassDef | None]] | None = None
 
     def value_fix(
         self,
@@ -228,6 +239,9 @@ class FixBuilder:
             and root not in self.symbols.alias_choices
         ):
             return f"`{root}` is not in scope"
+        unset = self._unset_attribute(root, scope)
+        if unset:
+            return unset
         dotted_name = self.settings.guard_import
         name = dotted_name.rsplit(".", 1)[-1]
         owner = scope.lookup(name) if scope is not None else None
@@ -239,3 +253,99 @@ class FixBuilder:
         # under `if TYPE_CHECKING:` or inside a function is not): fixing.add_guard_import.
         needs_import = None if name in self.symbols.functions else dotted_name
         return f"{name}({self.settings.guard_config})", needs_import
+
+    def _unset_attribute(self, root: str, scope: Scope | None) -> str | None:
+        """Why ``CONFIG`` (``self.config``) would raise AttributeError in this method, or None.
+
+        Only when the answer is known: ``root`` is the method's ``self``, every class of its
+        lineage is in the file (or TE's, which has no ``config``), none has a decorator or a
+        ``__getattr__``, none defines or declares the attribute, and nothing in the file stores
+        it (``x.config = ...``, ``setattr``, ``__dict__``).
+        """
+        attr = _config_attribute(self.settings.guard_config, root)
+        owner = scope.lookup(root) if scope is not None and attr else None
+        if owner is None or owner.cls is None or owner.self_name != root or not self.classes:
+            return None
+        classes = self.classes
+        outside = classes.outside_bases(owner.cls)
+        te = any(kind.tag == "te_class" for kind in outside)
+        if (te and attr not in _TE_MODULES_LACK) or any(
+            kind.tag != "te_class" and not (kind.tag == "qualname" and kind.name == "object")
+            for kind in outside
+        ):
+            return None
+        for cls in classes.lineage(owner.cls):
+            info = self.symbols.class_info(cls)
+            if cls.decorator_list or any(name in info.methods for name in _DYNAMIC):
+                return None
+            if any(
+                attr in known for known in (info.methods, info.class_attributes, info.annotations)
+            ):
+                return None
+        lineage = classes.lineage(owner.cls)
+        if any(
+            name in (attr, "*") and (cls is None or any(cls is c for c in lineage))
+            for name, cls in self._stores()
+        ):
+            return None  # stored by the lineage's methods, or on an instance from outside
+        return f"`{owner.cls.name}` never sets `{root}.{attr}`"
+
+    def _stores(self) -> list[tuple[str, ast.ClassDef | None]]:
+        """Every attribute the file stores (``"*"``: one it cannot name), each with the class
+        whose ``self`` it is stored on (None: on anything else)."""
+        if self._stored is None:
+            on_self: dict[int, ast.ClassDef] = {}
+            for cls in ast.walk(self.tree) if self.tree is not None else ():
+                if not isinstance(cls, ast.ClassDef):
+                    continue
+                for method in cls.body:
+                    if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                        args = method.args.posonlyargs + method.args.args
+                        for node in ast.walk(method) if args else ():
+                            if (
+                                isinstance(node, ast.Attribute)
+                                and isinstance(node.value, ast.Name)
+                                and node.value.id == args[0].arg
+                            ):
+                                on_self[id(node)] = cls
+            stored: list[tuple[str, ast.ClassDef | None]] = []
+            for node in ast.walk(self.tree) if self.tree is not None else ():
+                if isinstance(node, ast.Attribute) and (
+                    not isinstance(node.ctx, ast.Load) or node.attr == "__dict__"
+                ):
+                    name = node.attr if node.attr != "__dict__" else "*"
+                    stored.append((name, on_self.get(id(node))))
+                elif (
+                    isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Name)
+                    and node.func.id == "setattr"
+                ):
+                    key = node.args[1] if len(node.args) > 1 else None
+                    name = key.value if isinstance(key, ast.Constant) else "*"  # type: ignore[union-attr]
+                    stored.append((str(name), None))
+            self._stored = stored
+        return self._stored
+
+
+_DYNAMIC = ("__getattr__", "__getattribute__")
+_TE_MODULES_LACK = frozenset({"config"})
+"""Attributes no TE module sets (read off transformer-engine 1.13 and 2.20 ``pytorch``)."""
+
+
+def _config_attribute(config: str, root: str) -> str | None:
+    """The attribute ``guard-config`` reads off ``root``: ``config`` in ``self.config.fp8``."""
+    try:
+        node: ast.AST = ast.parse(config.strip(), mode="eval").body
+    except SyntaxError:
+        return None
+    while True:
+        if isinstance(node, ast.Attribute):
+            if isinstance(node.value, ast.Name) and node.value.id == root:
+                return node.attr
+            node = node.value
+        elif isinstance(node, ast.Subscript):
+            node = node.value
+        elif isinstance(node, ast.Call):
+            node = node.func
+        else:
+            return None
