@@ -39,7 +39,11 @@ def analyze_tree(
     ``source`` is only needed for exact fixes of parenthesised positional flags; with
     ``fixes=False`` (flake8 never applies a fix) no edit is built and every ``fix`` is None.
     """
-    return Analysis(tree, settings, source, fixes).run()
+    analysis = Analysis(tree, settings, source, fixes)
+    try:
+        return analysis.run()
+    finally:
+        analysis.close()
 
 
 _TE_IMPORT = re.compile(r"^[ \t]*(?:from|import)[ \t]+transformer_engine\b", re.MULTILINE)

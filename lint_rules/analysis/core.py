@@ -63,6 +63,12 @@ class Analysis:
         self.findings.sort(key=lambda f: f.sort_key)
         return self.findings
 
+    def close(self) -> None:
+        """Break the resolver's one reference cycle (it and its ``Classes`` know each other),
+        so that the tree and everything resolved from it are freed as soon as the findings
+        are returned, not when the cyclic collector next runs."""
+        self.resolver.classes = None  # type: ignore[assignment]
+
     def lines(self) -> list[str]:
         """The source's lines as ``ast`` numbers them (from 1), split once."""
         if self._lines is None:
