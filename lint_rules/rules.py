@@ -5,12 +5,15 @@ Everything a user reads about a rule comes from ``RULES``: the one-line message 
 descriptions and the generated part of ``docs/rules.md`` (``python -m lint_rules.rule_docs``).
 The TE facts behind them are in ``docs/te-facts.md``; the linter never imports TE.
 
-Message templates are one line of at most 100 characters for realistic callees, the rule's
-stable text first. Placeholders, filled by the analysis:
+Messages are one line of at most ``MESSAGE_LIMIT`` characters, the rule's stable text first
+(``flake8 --statistics`` prints one finding's message per code, so the part before the callee
+says what the rule is). ``format_message`` fills a rule's template (``unresolved_message`` when
+the callee could not be resolved) and shortens an overlong spelling to fit. Placeholders:
 
-- ``{callee}``: what was called, e.g. ``TE Linear `self.fc``` (a TE module of a known class),
-  ``TE `fp8_autocast``` (the spelling already says what it is), ``TE module `self.mlp``` (class
-  unknown) or ``unresolved `self.decoder.fc```;
+- ``{callee}``: what was called, from ``callee_text``, e.g. ``TE Linear `self.fc``` (a TE
+  module of a known class), ``TE `fp8_autocast``` (the spelling already says what it is),
+  ``TE module `self.mlp``` (class unknown), ``TE Linear `checkpoint(self.fc)``` (through a
+  forwarding wrapper) or ``unresolved `self.decoder.fc```;
 - ``{guard}``: the last part of ``guard-import`` (kept for templates that name it);
 - ``{mapping}``: the splatted mapping's name (TEM003);
 - ``{why}``: why a module may run more than once, short (``loop at line 22``).
@@ -33,8 +36,15 @@ __all__ = [
     "SUMMARIES",
     "Rule",
     "callee_text",
+    "format_message",
     "repeat_text",
 ]
+
+MESSAGE_LIMIT = 100
+"""The longest message a finding gets (flake8 and ruff users read one line)."""
+
+UNRESOLVED = "unresolved"
+"""How ``{callee}`` starts for a callee that could not be resolved."""
 
 DOCS_URL = "https://example.invalid/te-microbatch-lint/blob/main/docs/rules.md"
 """Where docs/rules.md is published (SARIF ``helpUri``); anchors are ``#tem001-NAME``."""
@@ -56,6 +66,9 @@ class Rule:
     """What the fix writes, in a few words (rule tables)."""
     explanation: str
     """Markdown: why it matters, what is reported, how to fix it, with examples."""
+    unresolved_message: str = ""
+    """The template for an unresolved callee (a CUDA-graphed callable, for one, needs a bool, so
+    the advice is conditional); empty when the rule only reports resolved callees."""
 
     @property
     def anchor(self) -> str:
@@ -101,7 +114,8 @@ RULES: dict[str, Rule] = {
             code="TEM001",
             name="untracked-flag",
             summary="Untracked is_first_microbatch passed by keyword to a TE module",
-            message="TEM001 untracked is_first_microbatch to {callee}: pass None or guard it",
+            message="TEM001 untracked flag to {callee}: pass None or guard it",
+            unresolved_message="TEM001 untracked flag to {callee}: if TE, pass None or guard it",
             fix="safe",
             fix_title="value -> `None` (or guarded)",
             explanation=f"""\
@@ -123,6 +137,12 @@ class Block(torch.nn.Module):
         flag = self.is_first_microbatch if is_first_microbatch_tracked(self.config) else None
         out = self.fc(x, is_first_microbatch=flag)
 ```
+
+**Unresolved callees.** A callee the analysis cannot resolve (`unresolved `x`` in the
+message) may not be TE at all: a CUDA-graphed callable, for one, needs a bool, and `None` breaks
+it. So the message says "if TE", and the fix is unsafe. If it is not TE, or is tracked, silence
+it: `unresolved = "ignore"` (every unresolved callee), `# noqa: TEM001` on the line, or list the
+function that computes the flag in `tracked-functions`.
 
 **Fix.** {_FIX}""",
         ),
@@ -158,6 +178,8 @@ follows it, else `None` in place. {_FIX}""",
             name="untracked-flag-in-kwargs",
             summary="Untracked is_first_microbatch reaches a TE module through **kwargs",
             message="TEM003 untracked flag in **{mapping} to {callee}: store None or guard it",
+            unresolved_message="TEM003 untracked flag in **{mapping} to {callee}: "
+            "if TE, store None or guard it",
             fix="safe",
             fix_title="stored value -> `None` (or guarded)",
             explanation=f"""\
@@ -214,6 +236,7 @@ the module call by hand.
             summary="Non-None is_first_microbatch passed to a TE module called more than once "
             "per step",
             message="TEM005 repeated call of {callee} ({why}): pass None",
+            unresolved_message="TEM005 repeated call of {callee} ({why}): if TE, pass None",
             fix="safe",
             fix_title="value -> `None`",
             explanation="""\
@@ -257,16 +280,38 @@ def callee_text(
     ``TE Linear `self.fc``` (a TE class), ``TE `te.fp8_autocast``` (the spelling already names
     the class: no doubled word), ``TE module `self.mlp``` (a TE module of unknown class),
     ``unresolved `self.decoder.fc``` (the callee could not be resolved); ``via`` names a wrapper
-    that forwards the call (``TE Linear `self.fc` via `checkpoint```).
+    that forwards the call, written as the call (``TE Linear `checkpoint(self.fc)```).
     """
-    through = f" via `{via}`" if via else ""
+    shown = f"{via}({spelling})" if via else spelling
     if not resolved:
-        return f"unresolved `{spelling}`{through}"
+        return f"{UNRESOLVED} `{shown}`"
     if te_class is None:
-        return f"TE module `{spelling}`{through}"
-    if spelling.rsplit(".", 1)[-1] == te_class:
-        return f"TE `{spelling}`{through}"
-    return f"TE {te_class} `{spelling}`{through}"
+        return f"TE module `{shown}`"
+    if not via and spelling.rsplit(".", 1)[-1] == te_class:
+        return f"TE `{shown}`"
+    return f"TE {te_class} `{shown}`"
+
+
+def format_message(code: str, callee: str, **values: str) -> str:
+    """A finding's message: the rule's template filled, at most ``MESSAGE_LIMIT`` characters.
+
+    ``callee`` comes from ``callee_text``; ``values`` fill ``{guard}``, ``{mapping}`` and
+    ``{why}``. A spelling too long to fit is cut in the middle (``self.a.b...[mb]``).
+    """
+    rule = RULES[code]
+    unresolved = callee.startswith(UNRESOLVED + " ")
+    template = rule.unresolved_message if unresolved and rule.unresolved_message else rule.message
+    message = template.format(callee=callee, **values)
+    excess = len(message) - MESSAGE_LIMIT
+    start, end = callee.find("`") + 1, callee.rfind("`")
+    if excess > 0 and 0 < start < end:
+        spelling = callee[start:end]
+        keep = len(spelling) - excess - 3
+        if keep >= 8:
+            head = (keep + 1) // 2
+            cut = spelling[:head] + "..." + spelling[len(spelling) - (keep - head) :]
+            message = template.format(callee=callee[:start] + cut + callee[end:], **values)
+    return message
 
 
 def repeat_text(kind: str, line: int) -> str:

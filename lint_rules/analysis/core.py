@@ -19,7 +19,7 @@ from lint_rules.analysis.walk import (
     loop_runs_backward,
 )
 from lint_rules.findings import Finding, Fix, ast_lines
-from lint_rules.rules import MESSAGES
+from lint_rules.rules import format_message
 from lint_rules.settings import Settings
 from lint_rules.te import TE_ROOT
 
@@ -99,8 +99,9 @@ class Analysis:
     def report(self, code: str, node: ast.AST, target: str, fix: Fix | None, **extra: str) -> None:
         guards = self.tracker.guards
         guard = guards[0] if guards else "is_first_microbatch_tracked"
-        message = MESSAGES[code].format(
-            callee=target,
+        message = format_message(
+            code,
+            target,
             guard=guard.rsplit(".", 1)[-1],
             mapping=extra.get("mapping", "kwargs"),
             why=extra.get("why", ""),
