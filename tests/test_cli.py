@@ -444,13 +444,14 @@ def test_fix_reports_unparsable_files_and_fixes_the_rest(tree: Path) -> None:
 def test_fix_strategy_from_config_and_flag(tree: Path) -> None:
     (tree / "pyproject.toml").write_text(
         '[tool.te-microbatch-lint]\nfix-strategy = "guard"\nguard-import = "my_guards.tracked"\n'
+        'guard-config = "step"\n'  # Block never sets self.config (that guard falls back)
     )
     guarded = run("fix", "--diff", "pkg/model.py", cwd=tree)
     assert guarded.returncode == 1, guarded.stderr
     assert (
         "+from my_guards import tracked" in guarded.stdout or "+import my_guards" in guarded.stdout
     )
-    assert "tracked(self.config) else None" in guarded.stdout
+    assert "tracked(step) else None" in guarded.stdout
     plain = run("fix", "--diff", "--fix-strategy", "none", "pkg/model.py", cwd=tree)
     assert "tracked" not in plain.stdout
     assert "+        y = self.fc(ünï, is_first_microbatch=None)" in plain.stdout

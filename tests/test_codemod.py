@@ -83,13 +83,14 @@ def test_libcst_runner_gives_what_fix_gives(twins: tuple[Path, Path]) -> None:
 def test_runner_flags_reach_the_settings(twins: tuple[Path, Path]) -> None:
     runner, plain = twins
     args = ("--fix-strategy", "guard", "--guard-import", "my_guards.tracked")
+    args += ("--guard-config", "step")  # Block never sets self.config (that guard falls back)
     result = libcst_tool(
         "-x", COMMAND, "--no-format", "--hide-progress", *args, "pkg/model.py", cwd=runner
     )
     assert result.returncode == 0, result.stderr
     assert cli("fix", *args, "pkg/model.py", cwd=plain).returncode == 1  # TEM004 remains
     text = (runner / "pkg/model.py").read_text(encoding="utf-8")
-    assert "tracked(self.config) else None" in text
+    assert "tracked(step) else None" in text
     assert text == (plain / "pkg/model.py").read_text(encoding="utf-8")
 
 

@@ -266,7 +266,8 @@ def test_flake8_reads_the_pyproject_table(nested: Path) -> None:
 def test_libcst_runner_agrees_with_fix(nested: Path, tmp_path: Path) -> None:
     write(
         nested / "sub" / "pyproject.toml",
-        '[tool.te-microbatch-lint]\nfix-strategy = "guard"\n',
+        # Block never sets self.config (that guard falls back to None): the guard reads `x`
+        '[tool.te-microbatch-lint]\nfix-strategy = "guard"\nguard-config = "x"\n',
     )
     import shutil
 
@@ -278,7 +279,7 @@ def test_libcst_runner_agrees_with_fix(nested: Path, tmp_path: Path) -> None:
     assert fixed.returncode in (0, 1), fixed.stderr
     for name in ("top.py", "sub/inner.py", "sub/deeper/more.py"):
         assert (nested / name).read_text() == (copy / name).read_text(), name
-    assert "is_first_microbatch_tracked(self.config)" in (nested / "sub/inner.py").read_text()
+    assert "is_first_microbatch_tracked(x)" in (nested / "sub/inner.py").read_text()
     assert "is_first_microbatch_tracked" not in (nested / "top.py").read_text()
 
 
