@@ -385,10 +385,20 @@ def _file_values(pyproject: Path, table: dict[str, Any]) -> dict[str, Any]:
             raise SettingsError(f"{pyproject}: unknown key {key!r} in [{TABLE}]{hint}")
         option = OPTION_BY_KEY[canonical]
         try:
+            _toml_type(option, value)
             values[option.field] = option.check(option.key, value)
         except SettingsError as error:
             raise SettingsError(f"{pyproject}: [{TABLE}] {error}") from None
     return values
+
+
+def _toml_type(option: Option, value: object) -> None:
+    """TOML values are typed: a string where a list or a boolean belongs is an error, as in
+    ruff. (flake8's config and the command line are text: there ``"a, b"`` is a list.)"""
+    if isinstance(value, str) and isinstance(option.default, tuple):
+        raise SettingsError(f"{option.key} must be a list of strings, not {value!r}")
+    if isinstance(value, str) and isinstance(option.default, bool):
+        raise SettingsError(f"{option.key} must be true or false, not {value!r}")
 
 
 def _flag_values(overrides: dict[str, Any]) -> dict[str, Any]:

@@ -88,6 +88,13 @@ BAD_PYPROJECT = [
     ('select = ["TEM999"]', "select"),
     ('ignore = ["E501"]', "ignore"),
     ('guard-function = ["x"]', "guard-functions"),  # unknown key: did you mean
+    # TOML has types: a string where a list or a boolean is expected is an error, as in ruff
+    # (flake8's config and the command line are text, and split lists on commas)
+    ('guard-functions = "a, b"', "guard-functions"),
+    ('tracked-functions = "my.flag"', "tracked-functions"),
+    ('exclude = "build"', "exclude"),
+    ('select = "TEM001"', "select"),
+    ('unsafe-fixes = "true"', "unsafe-fixes"),
 ]
 
 
@@ -128,11 +135,22 @@ def test_flake8_bad_value_in_its_own_config(tmp_path: Path) -> None:
     assert_one_line_error(done, "te-unresolved", "maybe")
 
 
-def test_flake8_bad_value_in_pyproject(tmp_path: Path) -> None:
-    config = write(tmp_path / "pyproject.toml", "[tool.te-microbatch-lint]\nexclude = 5\n")
+@pytest.mark.parametrize(
+    ("line", "key"), [("exclude = 5", "exclude"), ('guard-functions = "a, b"', "guard-functions")]
+)
+def test_flake8_bad_value_in_pyproject(line: str, key: str, tmp_path: Path) -> None:
+    config = write(tmp_path / "pyproject.toml", f"[tool.te-microbatch-lint]\n{line}\n")
     write(tmp_path / "model.py", TE_FILE)
     done = flake8("--select", "TEM", "model.py", cwd=tmp_path)
-    assert_one_line_error(done, "exclude", str(config))
+    assert_one_line_error(done, key, str(config))
+
+
+def test_flake8_config_splits_lists_on_commas(tmp_path: Path) -> None:
+    """flake8's own config is text: a comma-separated list there is the normal spelling."""
+    write(tmp_path / "setup.cfg", "[flake8]\nte-guard-functions = my.guard, other.guard\n")
+    write(tmp_path / "model.py", TE_FILE)
+    done = flake8("--select", "TEM", "model.py", cwd=tmp_path)
+    assert done.returncode in (0, 1) and "Traceback" not in done.stderr, done.stderr
 
 
 def test_libcst_runner_bad_value(tmp_path: Path) -> None:
