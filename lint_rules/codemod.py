@@ -4,7 +4,8 @@
 
 It is a face over ``fixing.fix_source`` (the same rewrite as ``te-microbatch-lint fix``): the
 module's text goes in, the fixed text comes back as a module. ``--no-format`` matters: the fix
-edits only the flagged values, and libcst's default formatter (black) would restyle the rest.
+edits only the flagged values, and libcst's default formatter (black) would restyle the rest
+(or fail every file where black is not installed): without it, the command prints a one-line hint.
 Settings come from the ``[tool.te-microbatch-lint]`` table of the ``pyproject.toml`` nearest to
 each file (``lint_rules.settings.ConfigResolver``, as for the other faces), then from this
 command's own flags, which are spelled as the CLI's.
@@ -28,6 +29,24 @@ from lint_rules.settings import (
     SettingsError,
     flag_overrides,
 )
+
+
+FORMAT_HINT = (
+    "te-microbatch-lint: add --no-format (libcst's formatter restyles each fixed file, "
+    "needs black)"
+)
+
+
+def _without_no_format() -> bool:
+    """Whether libcst's runner was started without ``--no-format`` (it then pipes every changed
+    file through its formatter, black by default, and reports 'Failed to codemod' with no
+    reason where black is not installed)."""
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    by_libcst = getattr(spec, "name", None) == "libcst.tool" or sys.argv[0].replace(
+        "\\", "/"
+    ).endswith("libcst/tool.py")
+    return by_libcst and "codemod" in sys.argv[1:] and "--no-format" not in sys.argv[1:]
 
 
 def _usage_error(message: str) -> NoReturn:
@@ -150,6 +169,8 @@ class TEMicrobatchCodemod(VisitorBasedCodemodCommand):
             self.resolver.check_tree(Path.cwd())
         except (SettingsError, TypeError) as error:
             _usage_error(str(error))
+        if _without_no_format():
+            print(FORMAT_HINT, file=sys.stderr)
         self.disable_noqa = disable_noqa
 
     def settings(self) -> Settings:

@@ -137,3 +137,16 @@ def test_in_process_notes_become_warnings() -> None:
 def test_in_process_unchanged_module_is_returned_as_is() -> None:
     tree = cst.parse_module("x = 1  # is_first_microbatch=True\n")
     assert TEMicrobatchCodemod(CodemodContext()).transform_module_impl(tree) is tree
+
+
+def test_runner_without_no_format_says_why_in_one_line(twins: tuple[Path, Path]) -> None:
+    """libcst's default formatter (black) restyles every fixed file, and where black is not
+    installed each file ends as 'Failed to codemod' with no reason: the command says so."""
+    runner, _ = twins
+    result = libcst_tool("-x", COMMAND, "--hide-progress", "pkg/model.py", cwd=runner)
+    hints = [line for line in result.stderr.splitlines() if "--no-format" in line]
+    assert len(hints) == 1, result.stderr
+    assert hints[0].startswith("te-microbatch-lint: ") and len(hints[0]) <= 100, hints
+    quiet = libcst_tool("-x", COMMAND, "--no-format", "--hide-progress", "pkg/model.py", cwd=runner)
+    assert quiet.returncode == 0, quiet.stderr
+    assert "--no-format" not in quiet.stderr
