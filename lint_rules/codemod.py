@@ -30,10 +30,8 @@ from lint_rules.settings import (
     flag_overrides,
 )
 
-
 FORMAT_HINT = (
-    "te-microbatch-lint: add --no-format (libcst's formatter restyles each fixed file, "
-    "needs black)"
+    "te-microbatch-lint: add --no-format (libcst's formatter restyles each fixed file, needs black)"
 )
 
 
