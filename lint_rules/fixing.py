@@ -292,25 +292,148 @@ def _insert_import(text: str, module: ast.Module, line: str) -> str:
 def add_guard_import(text: str, dotted: str) -> str:
     """Add ``from module import name`` unless ``name`` is bound when the module runs.
 
-    libcst's AddImportsVisitor puts it after the last import of the first import block (or
-    merges it into an existing ``from module import ...``).
+    Where the guard's top-level package is imported only inside ``try: ... except
+    ImportError`` (an optional dependency), the import goes into that block, after its last
+    import. Otherwise it joins an existing ``from module import ...`` in the order its names
+    already follow, or libcst's AddImportsVisitor puts it after the last import of the first
+    import block.
     """
-    import libcst as cst
-    from libcst.codemod import CodemodContext
-    from libcst.codemod.visitors import AddImportsVisitor
-
     module_name, _, name = dotted.rpartition(".")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         module = ast.parse(text)
     if name in _runtime_names(module):
         return text
+    line = f"from {module_name} import {name}"
+    optional = _optional_import_block(text, module, module_name.split(".", 1)[0])
+    if optional is not None:
+        after, indent = optional
+        return _insert_line(text, after, indent + line)
+    merged = _merge_import(text, module, module_name, name)
+    if merged is not None:
+        return merged
     if _deeper_than(module, LIBCST_DEPTH):  # libcst's parser would exhaust the C stack
-        return _insert_import(text, module, f"from {module_name} import {name}")
+        return _insert_import(text, module, line)
+    import libcst as cst
+    from libcst.codemod import CodemodContext
+    from libcst.codemod.visitors import AddImportsVisitor
+
     tree = cst.parse_module(text)
     context = CodemodContext()
     AddImportsVisitor.add_needed_import(context, module_name, name)
     return AddImportsVisitor(context).transform_module(tree).code
+
+
+_IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
+
+
+def _catches_import_error(handler: ast.ExceptHandler) -> bool:
+    kinds = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    return any(
+        kind is None or (isinstance(kind, ast.Name) and kind.id in _IMPORT_ERRORS) for kind in kinds
+    )
+
+
+def _imports_root(stmt: ast.stmt, root: str) -> bool:
+    if isinstance(stmt, ast.Import):
+        return any(alias.name.split(".", 1)[0] == root for alias in stmt.names)
+    return (
+        isinstance(stmt, ast.ImportFrom)
+        and not stmt.level
+        and (stmt.module or "").split(".", 1)[0] == root
+    )
+
+
+def _optional_import_block(text: str, module: ast.Module, root: str) -> tuple[int, str] | None:
+    """(line to insert after, indentation) in the first module-level ``try`` whose body
+    imports ``root`` and whose handlers catch ImportError, when the module imports ``root``
+    nowhere else at its top level; else None."""
+    found = None
+    lines = split_lines(text)
+    for stmt in module.body:
+        if _imports_root(stmt, root):
+            return None  # a required dependency: the usual place
+        if (
+            found is None
+            and isinstance(stmt, ast.Try)
+            and any(_imports_root(sub, root) for sub in stmt.body)
+            and any(_catches_import_error(handler) for handler in stmt.handlers)
+        ):
+            last = [sub for sub in stmt.body if isinstance(sub, (ast.Import, ast.ImportFrom))][-1]
+            indent = lines[last.lineno - 1][: last.col_offset]
+            if last.lineno > stmt.lineno and not indent.strip(" \t"):
+                found = (last.end_lineno or last.lineno, indent)
+    return found
+
+
+def _insert_line(text: str, after: int, line: str) -> str:
+    lines = split_lines(text)
+    newline = next(
+        (ln[len(ln.rstrip("\r\n")) :] for ln in lines if ln.endswith(("\n", "\r"))), "\n"
+    )
+    if after and not lines[after - 1].endswith(("\n", "\r")):
+        lines[after - 1] += newline
+    lines.insert(after, line + newline)
+    return "".join(lines)
+
+
+def _type_order(name: str) -> tuple[int, str, str]:
+    """isort's and ruff's default order of imported names: constants, classes, the rest."""
+    kind = 0 if name.isupper() and len(name) > 1 else 1 if name[:1].isupper() else 2
+    return kind, name.lower(), name
+
+
+def _plain_order(name: str) -> tuple[int, str, str]:
+    return 0, name.lower(), name
+
+
+def _merge_import(text: str, module: ast.Module, module_name: str, name: str) -> str | None:
+    """``name`` added to the first module-level ``from module_name import ...``, where the
+    order of its names (isort's default, else case-insensitive) puts it; None when there is
+    no such import, its names follow neither order, or positions are unknown (Python 3.9)."""
+    node = next(
+        (
+            stmt
+            for stmt in module.body
+            if isinstance(stmt, ast.ImportFrom)
+            and not stmt.level
+            and stmt.module == module_name
+            and all(alias.name != "*" for alias in stmt.names)
+        ),
+        None,
+    )
+    if node is None or getattr(node.names[0], "lineno", None) is None:
+        return None
+    names = [alias.name for alias in node.names]
+    order = next(
+        (key for key in (_type_order, _plain_order) if names == sorted(names, key=key)), None
+    )
+    if order is None:
+        return None
+    lines = split_lines(text)
+    starts = _offsets(lines)
+    index = next((i for i, other in enumerate(names) if order(other) > order(name)), len(names))
+    before = index < len(names)
+    alias = node.names[index if before else -1]
+    row = alias.lineno if before else alias.end_lineno  # type: ignore[attr-defined]
+    col = alias.col_offset if before else alias.end_col_offset  # type: ignore[attr-defined]
+    line = lines[row - 1]
+    at = _char_offset(lines, starts, (row, col))
+    own_line = (
+        node.lineno != node.end_lineno
+        and not line[
+            : char_column(
+                line, alias.col_offset
+            )  # type: ignore[attr-defined]
+        ].strip(" \t")
+    )
+    if own_line:
+        indent = line[: char_column(line, alias.col_offset)]  # type: ignore[attr-defined]
+        newline = line[len(line.rstrip("\r\n")) :] or "\n"
+        insert = f"{name},{newline}{indent}" if before else f",{newline}{indent}{name}"
+    else:
+        insert = f"{name}, " if before else f", {name}"
+    return text[:at] + insert + text[at:]
 
 
 @deep
