@@ -28,7 +28,8 @@ HEAD = (
     "    def __init__(self):\n"
     "        self.fc = te.Linear(4, 4)\n"
     "        self.fc2 = te.Linear(4, 4)\n"
-    "        self.fc3 = te.Linear(4, 4)\n\n"
+    "        self.fc3 = te.Linear(4, 4)\n"
+    "        self.config = None\n\n"
     "    def forward(self, x, a, c):\n"
 )
 CALL = "self.fc(x, is_first_microbatch=self.flag)"
