@@ -350,7 +350,7 @@ def test_config_then_flags(tree: Path) -> None:
     assert lines("--te-unresolved", "report", "--te-guard-functions", "other") == [14, 15]
     assert lines("--isolated") == [14, 15]
     other = tree.parent / "other.toml"
-    other.write_text('[tool.te-microbatch-lint]\nguard-functions = "tracked"\n')
+    other.write_text('[tool.te-microbatch-lint]\nguard-functions = ["tracked"]\n')
     assert lines("--config", str(other)) == [14]
 
 
