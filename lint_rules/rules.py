@@ -2,7 +2,7 @@
 
 Everything a user reads about a rule comes from ``RULES``: the one-line message of a finding
 (flake8, the CLI, the libcst runner), ``te-microbatch-lint rule CODE``, SARIF's rule
-descriptions and the generated part of ``docs/rules.md`` (``python -m lint_rules.rule_docs``).
+descriptions and the generated part of ``docs/rules.md`` (``python -m lint_rules.docgen --write``).
 The TE facts behind them are in ``docs/te-facts.md``; the linter never imports TE.
 
 Messages are one line of at most ``MESSAGE_LIMIT`` characters, the rule's stable text first
