@@ -138,8 +138,8 @@ class Block(torch.nn.Module):
         out = self.fc(x, is_first_microbatch=flag)
 ```
 
-**Unresolved callees.** A callee the analysis cannot resolve (`unresolved `x`` in the
-message) may not be TE at all: a CUDA-graphed callable, for one, needs a bool, and `None` breaks
+**Unresolved callees.** A callee the analysis cannot resolve (the message says `unresolved`)
+may not be TE at all: a CUDA-graphed callable, for one, needs a bool, and `None` breaks
 it. So the message says "if TE", and the fix is unsafe. If it is not TE, or is tracked, silence
 it: `unresolved = "ignore"` (every unresolved callee), `# noqa: TEM001` on the line, or list the
 function that computes the flag in `tracked-functions`.
