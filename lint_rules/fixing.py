@@ -42,6 +42,8 @@ class FixResult:
     """Remaining because their fix is unsafe and unsafe fixes were not asked for."""
     skipped: list[Finding] = field(default_factory=list)
     """Remaining because their fix was skipped: a ``# noqa`` on a line it spans, an overlap."""
+    added_imports: list[str] = field(default_factory=list)
+    """The dotted guards whose import the fix added (the ``guard`` strategy)."""
 
     @property
     def changed(self) -> bool:
@@ -456,12 +458,15 @@ def fix_source(
     if not applied:
         return FixResult(text, [], notes, remaining, unsafe, skipped)
     imports = sorted({f.fix.guard_import for f in applied if f.fix and f.fix.guard_import})
+    added = []
     for dotted in imports:
-        new_text = add_guard_import(new_text, dotted)
+        before, new_text = new_text, add_guard_import(new_text, dotted)
+        if new_text != before:
+            added.append(dotted)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             ast.parse(new_text)
     except SyntaxError as error:
         raise FixError(f"the fixed text does not parse ({error}); nothing was changed") from error
-    return FixResult(new_text, applied, notes, remaining, unsafe, skipped)
+    return FixResult(new_text, applied, notes, remaining, unsafe, skipped, added)

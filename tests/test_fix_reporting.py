@@ -129,3 +129,37 @@ def test_json_and_sarif_carry_the_applicability(project: Path) -> None:
         for r in results
     }
     assert seen == by_file
+
+
+GUARDED = SAFE.replace("te.Linear(4, 4)\n", "te.Linear(4, 4)\n        self.config = None\n")
+DEFAULT_GUARD_NOTE = (
+    "te-microbatch-lint: note: guard-import is the default "
+    "`megatron.core.transformer.module.is_first_microbatch_tracked`, which no released "
+    "megatron-core (up to 0.19.2) defines: set guard-import to a guard your project has"
+)
+
+
+@pytest.mark.parametrize("mode", [(), ("--diff",), ("--check",)])
+def test_default_guard_import_gets_one_note_per_run(tmp_path: Path, mode: tuple) -> None:
+    for name in ("a.py", "b.py"):
+        (tmp_path / name).write_text(GUARDED)
+    done = run("fix", *mode, "--fix-strategy", "guard", ".", cwd=tmp_path)
+    assert done.stderr.splitlines().count(DEFAULT_GUARD_NOTE) == 1, done.stderr
+    own = run(
+        "fix", *mode, "--fix-strategy", "guard", "--guard-import", "p.g.ok", ".", cwd=tmp_path
+    )
+    assert "guard-import is the default" not in own.stderr
+    plain = run("fix", *mode, ".", cwd=tmp_path)
+    assert "guard-import is the default" not in plain.stderr
+
+
+def test_default_guard_import_note_on_stdin(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [*cli(), "fix", "--fix-strategy", "guard", "-"],
+        input=GUARDED,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.stderr.splitlines().count(DEFAULT_GUARD_NOTE) == 1, done.stderr

@@ -171,6 +171,7 @@ def run_fix(args: argparse.Namespace, config: Configuration, discovery: Discover
     sys.stdout.flush()
     _report(errors)
     if not args.quiet:
+        _note_default_guard(tally.added_imports)
         print(tally.summary(verb), file=sys.stderr)
     if errors:
         return EXIT_ERROR
@@ -188,8 +189,10 @@ class FixTally:
     unchanged: int = 0
     unsafe: int = 0
     remaining: Counter = field(default_factory=Counter)
+    added_imports: set[str] = field(default_factory=set)
 
     def add(self, outcome: Outcome) -> None:
+        self.added_imports.update(outcome.added_imports)
         self.changed += outcome.changed
         self.unchanged += not outcome.changed
         self.fixed += outcome.fixed
@@ -216,6 +219,19 @@ class FixTally:
         if self.remaining.get("TEM004"):
             hints.append("TEM004 has no automatic fix")
         return text + "".join(f"; {hint}" for hint in hints)
+
+
+def _note_default_guard(added_imports: Iterable[str]) -> None:
+    """Once per run: the default guard is in no released megatron-core (docs/fixes.md)."""
+    from lint_rules.rules import DEFAULT_GUARD_IMPORT
+
+    if DEFAULT_GUARD_IMPORT in added_imports:
+        print(
+            f"{PROG}: note: guard-import is the default `{DEFAULT_GUARD_IMPORT}`, which no "
+            "released megatron-core (up to 0.19.2) defines: set guard-import to a guard your "
+            "project has",
+            file=sys.stderr,
+        )
 
 
 def explain_rules(codes: Sequence[str], every: bool) -> int:
@@ -290,6 +306,8 @@ def run_stdin(args: argparse.Namespace, config: Configuration) -> int:
         sys.stdout.write(outcome.diff)
     sys.stdout.flush()
     _report(((shown, note) for note in outcome.notes), "note")
+    if not args.quiet:
+        _note_default_guard(outcome.added_imports)
     if outcome.error:
         _report([(shown, outcome.error)])
         return EXIT_ERROR

@@ -78,6 +78,8 @@ class Outcome:
     """``fix``: the codes of the findings left in the file (one entry per finding)."""
     unsafe: int = 0
     """``fix``: how many of those have an unsafe fix that was not asked for."""
+    added_imports: tuple[str, ...] = ()
+    """``fix``: the dotted guards whose import the fix added."""
 
 
 @dataclass(frozen=True)
@@ -227,6 +229,7 @@ def fix_file(job: Job, path: str, settings: Settings, source: Any = None) -> Out
     left = {
         "remaining": tuple(sorted(f.code for f in result.remaining)),
         "unsafe": len(result.unsafe),
+        "added_imports": tuple(result.added_imports),
     }
     if not result.changed or result.text == source.text:
         return Outcome(path, notes=notes, new_text=new_text, **left)  # type: ignore[arg-type]
