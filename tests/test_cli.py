@@ -148,7 +148,6 @@ def test_bad_files_are_named_with_reason_and_the_rest_still_checked(tree: Path) 
 @pytest.mark.parametrize(
     "args",
     [
-        ("check",),
         ("check", "--format", "xml", "pkg"),
         ("check", "--jobs", "0", "pkg"),
         ("lint", "pkg"),
@@ -160,7 +159,30 @@ def test_usage_errors_exit_2(tree: Path, args: tuple[str, ...]) -> None:
     result = run(*args, cwd=tree)
     assert result.returncode == 2
     assert result.stdout == ""
-    assert "error" in result.stderr
+    # one line, as for a configuration error; not argparse's usage block
+    assert result.stderr.startswith("te-microbatch-lint: error: ")
+    assert result.stderr.count("\n") == 1, result.stderr
+
+
+def test_usage_error_unknown_option_is_one_line(tree: Path) -> None:
+    result = run("check", "--unresolved", "maybe", "pkg", cwd=tree)
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith("te-microbatch-lint: error: argument --unresolved")
+    assert "'maybe'" in result.stderr
+
+
+@pytest.mark.parametrize("command_name", ["check", "fix"])
+def test_no_path_means_the_current_directory(tree: Path, command_name: str) -> None:
+    """As in ruff and flake8: no PATH is `.`."""
+    named = run(command_name, "--diff", ".", cwd=tree) if command_name == "fix" else run(
+        "check", ".", cwd=tree
+    )
+    bare = run(command_name, "--diff", cwd=tree) if command_name == "fix" else run(
+        "check", cwd=tree
+    )
+    assert bare.returncode == named.returncode == 1
+    assert bare.stdout == named.stdout != ""
 
 
 def test_invalid_config_exits_2(tree: Path) -> None:

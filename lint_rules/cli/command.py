@@ -12,7 +12,8 @@ import argparse
 import os
 import sys
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TextIO
 
@@ -90,13 +91,26 @@ def _outcomes(
         progress.clear()
 
 
-def _open_output(args: argparse.Namespace) -> TextIO:
+@contextmanager
+def _output(args: argparse.Namespace) -> Iterator[TextIO]:
+    """Where the report goes: ``--output-file`` (closed at the end), else stdout."""
     if not getattr(args, "output_file", None):
-        return sys.stdout
+        yield sys.stdout
+        return
     try:
-        return open(args.output_file, "w", encoding="utf-8", errors="backslashreplace")
+        out = open(args.output_file, "w", encoding="utf-8", errors="backslashreplace")
     except OSError as error:
         raise UsageError(f"{args.output_file}: cannot write: {error.strerror or error}") from None
+    with out:
+        yield out
+
+
+def _check_status(args: argparse.Namespace, findings: list, problems: list[Problem]) -> int:
+    """``check``'s ending: the problems on stderr, then the exit status."""
+    _report((p.path, p.reason) for p in problems)
+    if problems:
+        return EXIT_ERROR
+    return EXIT_FINDINGS if findings and not args.exit_zero else EXIT_CLEAN
 
 
 def run_check(args: argparse.Namespace, config: Configuration, discovery: Discovery) -> int:
@@ -106,11 +120,10 @@ def run_check(args: argparse.Namespace, config: Configuration, discovery: Discov
         raise UsageError("--statistics works with --format text or json")
     job = Job(disable_noqa=args.disable_noqa, mode="check")
     cache = open_cache(args.no_cache, args.cache_dir)
-    out = _open_output(args)
     streaming = args.format == "text" and not args.statistics
     findings = []
     problems = [Problem(path, reason) for path, reason in discovery.errors]
-    try:
+    with _output(args) as out:
         for outcome in _outcomes(args, config, check_file, job, discovery.files, cache):
             if cache is not None:
                 cache.put(outcome)
@@ -125,13 +138,7 @@ def run_check(args: argparse.Namespace, config: Configuration, discovery: Discov
         if cache is not None:
             cache.save()
         _write_report(args, out, findings, problems)
-    finally:
-        if out is not sys.stdout:
-            out.close()
-    _report((p.path, p.reason) for p in problems)
-    if problems:
-        return EXIT_ERROR
-    return EXIT_FINDINGS if findings and not args.exit_zero else EXIT_CLEAN
+    return _check_status(args, findings, problems)
 
 
 def _write_report(
@@ -283,19 +290,12 @@ def run_stdin(args: argparse.Namespace, config: Configuration) -> int:
         job = Job(disable_noqa=args.disable_noqa, mode="check")
         outcome = check_file(job, shown, settings, source)
         findings = [f for f in outcome.findings if settings.reports(f.code)]
-        out = _open_output(args)
         problems = [_problem(outcome)] if outcome.error else []
-        try:
+        with _output(args) as out:
             if args.format == "text" and not args.statistics:
                 out.write(format_text(findings))
             _write_report(args, out, findings, problems)
-        finally:
-            if out is not sys.stdout:
-                out.close()
-        _report((p.path, p.reason) for p in problems)
-        if problems:
-            return EXIT_ERROR
-        return EXIT_FINDINGS if findings and not args.exit_zero else EXIT_CLEAN
+        return _check_status(args, findings, problems)
     mode = "diff" if args.diff else "verify" if args.check else "stdout"
     job = Job(disable_noqa=args.disable_noqa, mode=mode)
     outcome = fix_file(job, shown, settings, source)
@@ -328,6 +328,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             stream.reconfigure(errors="backslashreplace")
     if args.command == "rule":
         return explain_rules(args.codes, args.all)
+    args.paths = args.paths or ["."]  # as in ruff and flake8
     try:
         if STDIN in args.paths and len(args.paths) > 1:
             raise UsageError("`-` (stdin) must be the only path")

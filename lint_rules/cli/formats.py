@@ -120,25 +120,16 @@ def format_github(findings: Sequence[Reported], problems: Sequence[Problem] = ()
 
 def rule_descriptions() -> dict[str, dict[str, str]]:
     """``short``, ``full`` and ``help_uri`` of each rule, from the rule table in ``rules``."""
-    from lint_rules import rules
+    from lint_rules.rules import RULES
 
-    table = getattr(rules, "RULES", None)
-    described = {}
-    if table:
-        for code, rule in sorted(table.items()):
-            described[code] = {
-                "short": rule.summary,
-                "full": rule.explanation.strip(),
-                "help_uri": rule.help_uri,
-            }
-        return described
-    for code, summary in sorted(rules.SUMMARIES.items()):
-        described[code] = {
-            "short": summary,
-            "full": summary,
-            "help_uri": f"{INFORMATION_URI}/blob/main/docs/rules.md#{code.lower()}",
+    return {
+        code: {
+            "short": rule.summary,
+            "full": rule.explanation.strip(),
+            "help_uri": rule.help_uri,
         }
-    return described
+        for code, rule in sorted(RULES.items())
+    }
 
 
 def _location(path: str, root: str) -> dict[str, Any]:

@@ -29,10 +29,21 @@ def _jobs(value: str) -> int:
     return number
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (``te-microbatch-lint: error: ...``, exit 2)
+    instead of the usage block; ``--help`` shows the usage."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(2, f"{PROG}: error: {message}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    common = argparse.ArgumentParser(add_help=False)
+    common = Parser(add_help=False)
     common.add_argument(
-        "paths", nargs="+", metavar="PATH", help="files or directories; `-` reads stdin"
+        "paths",
+        nargs="*",
+        metavar="PATH",
+        help="files or directories (default: `.`); `-` reads stdin",
     )
     common.add_argument(
         "--exclude",
@@ -133,13 +144,15 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument("--disable-noqa", action="store_true", help="ignore `# noqa` comments")
     common.add_argument("--quiet", "-q", action="store_true", help="no progress or summary")
 
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog=PROG,
         description="Find and fix untracked `is_first_microbatch` flags passed to "
         "Transformer Engine modules.",
     )
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    commands = parser.add_subparsers(
+        dest="command", metavar="COMMAND", required=True, parser_class=Parser
+    )
     check = commands.add_parser(
         "check",
         parents=[common],

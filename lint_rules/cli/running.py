@@ -185,8 +185,6 @@ def _guarded(work: Work) -> Work:
             return Outcome(path, error=error.reason)
         except SyntaxError as error:
             return _syntax_outcome(path, error)
-        except RecursionError:
-            return Outcome(path, error="internal error: RecursionError (please report this)")
         except Exception as error:  # a core bug on one file must not hide the others
             kind = type(error).__name__
             return Outcome(path, error=f"internal error: {kind}: {error} (please report this)")
