@@ -98,7 +98,7 @@ def _output(args: argparse.Namespace) -> Iterator[TextIO]:
         yield sys.stdout
         return
     try:
-        out = open(args.output_file, "w", encoding="utf-8", errors="backslashreplace")
+        out = open(args.output_file, "w", encoding="utf-8", errors="backslashreplace")  # noqa: SIM115
     except OSError as error:
         raise UsageError(f"{args.output_file}: cannot write: {error.strerror or error}") from None
     with out:
