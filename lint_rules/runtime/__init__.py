@@ -16,28 +16,7 @@ Nothing here imports torch at import time (torch is imported when a monitor, mod
 is built), so ``lint_rules`` stays usable without torch.
 """
 
-from lint_rules.runtime.monitor import (
-    FLAG,
-    REPEATED_CALL,
-    STALE_FP8_CACHE,
-    TRUE_AFTER_FIRST,
-    FlagCall,
-    Hazard,
-    MicrobatchHazard,
-    MicrobatchHazardWarning,
-    MicrobatchMonitor,
-    watch_is_first_microbatch,
-)
+from lint_rules.runtime import monitor as _monitor
+from lint_rules.runtime.monitor import *  # noqa: F403 - the monitor's public names, re-exported
 
-__all__ = [
-    "FLAG",
-    "REPEATED_CALL",
-    "STALE_FP8_CACHE",
-    "TRUE_AFTER_FIRST",
-    "FlagCall",
-    "Hazard",
-    "MicrobatchHazard",
-    "MicrobatchHazardWarning",
-    "MicrobatchMonitor",
-    "watch_is_first_microbatch",
-]
+__all__ = list(_monitor.__all__)
