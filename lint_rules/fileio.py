@@ -273,8 +273,10 @@ def install_cleanup_handlers() -> None:
 
 
 @contextlib.contextmanager
-def _signals_held() -> Iterator[None]:
-    """Block the handled signals for the duration (where handlers are installed and possible)."""
+def signals_held() -> Iterator[None]:
+    """Block the handled signals for the duration (where handlers are installed and possible).
+
+    Nests: an inner block leaves them blocked until the outermost one ends."""
     if not _installed or not hasattr(signal, "pthread_sigmask"):
         yield
         return
@@ -356,7 +358,7 @@ def write_source_atomic(source: SourceFile, new_text: str) -> None:
 
     directory = os.path.dirname(target) or "."
     base = os.path.basename(target)
-    with _signals_held():
+    with signals_held():
         try:
             fd, temp = tempfile.mkstemp(
                 prefix=f"{TEMP_PREFIX}{base}.", suffix=TEMP_SUFFIX, dir=directory

@@ -8,6 +8,21 @@ results in one stable order whatever the number of jobs, and ``command`` is the 
 only when a file is processed, libcst only by ``fixing`` (guard strategy), flake8 never.
 """
 
-from lint_rules.cli.command import main
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
 
 __all__ = ["main"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The console script's entry point: ``command.main``, with a Ctrl-C while the modules
+    load (start-up) answered as one anywhere else is: one line and exit 130."""
+    try:
+        from lint_rules.cli.command import main as run
+
+        return run(argv)
+    except KeyboardInterrupt:
+        print("te-microbatch-lint: interrupted", file=sys.stderr)
+        return 130

@@ -36,6 +36,7 @@ from lint_rules.cli.running import (
     check_file,
     default_cpus,
     fix_file,
+    fixed_count,
     plan_files,
     pool_size,
     run_plan,
@@ -161,7 +162,7 @@ def run_fix(args: argparse.Namespace, config: Configuration, discovery: Discover
         from lint_rules.fileio import install_cleanup_handlers
 
         install_cleanup_handlers()
-    job = Job(disable_noqa=args.disable_noqa, mode=mode)
+    job = Job(disable_noqa=args.disable_noqa, mode=mode, name_writes=not args.quiet)
     errors = list(discovery.errors)
     verb = "fixed" if mode == "write" else "would fix"
     tally = FixTally()
@@ -172,8 +173,8 @@ def run_fix(args: argparse.Namespace, config: Configuration, discovery: Discover
         sys.stdout.write(outcome.diff)
         _report(((outcome.path, note) for note in outcome.notes), "note")
         tally.add(outcome)
-        if outcome.changed and not args.quiet:  # as it is written: a ^C run lists what it did
-            print(f"{verb} {outcome.path} ({_count(outcome.fixed, 'finding')})", file=sys.stderr)
+        if outcome.changed and not args.quiet and mode != "write":  # written: named by its writer
+            print(f"{verb} {outcome.path} ({fixed_count(outcome.fixed)})", file=sys.stderr)
             sys.stderr.flush()
     sys.stdout.flush()
     _report(errors)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -88,6 +89,9 @@ class Job:
 
     disable_noqa: bool = False
     mode: str = "check"  # check | write | diff | verify (fix --check without --diff) | stdout
+    name_writes: bool = False
+    """``write``: the process that renames a fixed file into place says ``fixed PATH (N
+    findings)`` on stderr before a Ctrl-C held back during the rename is let through."""
 
 
 NOT_IN_CACHE_KEY = frozenset({"select", "ignore", "exclude", "extend_exclude", "config_file"})
@@ -214,7 +218,7 @@ def check_file(job: Job, path: str, settings: Settings, source: Any = None) -> O
 @_guarded
 def fix_file(job: Job, path: str, settings: Settings, source: Any = None) -> Outcome:
     """Fix one file: write it (mode ``write``), or only say what would change."""
-    from lint_rules.fileio import read_source, write_source_atomic
+    from lint_rules.fileio import read_source, signals_held, write_source_atomic
     from lint_rules.fixing import FixError, fix_source
 
     source = source or read_source(path)
@@ -232,12 +236,19 @@ def fix_file(job: Job, path: str, settings: Settings, source: Any = None) -> Out
     if not result.changed or result.text == source.text:
         return Outcome(path, notes=notes, new_text=new_text, **left)  # type: ignore[arg-type]
     diff = unified_diff(source.text, result.text, path) if job.mode == "diff" else ""
-    if job.mode == "write":
-        write_source_atomic(source, result.text)
     fixed = len(result.applied)
+    if job.mode == "write":
+        with signals_held():  # the rename and its report line, or neither
+            write_source_atomic(source, result.text)
+            if job.name_writes:
+                print(f"fixed {path} ({fixed_count(fixed)})", file=sys.stderr, flush=True)
     return Outcome(
         path, changed=True, fixed=fixed, notes=notes, diff=diff, new_text=new_text, **left
     )  # type: ignore[arg-type]
+
+
+def fixed_count(number: int) -> str:
+    return f"{number} finding{'' if number == 1 else 's'}"
 
 
 def unified_diff(old: str, new: str, path: str) -> str:
