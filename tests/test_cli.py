@@ -175,11 +175,13 @@ def test_usage_error_unknown_option_is_one_line(tree: Path) -> None:
 @pytest.mark.parametrize("command_name", ["check", "fix"])
 def test_no_path_means_the_current_directory(tree: Path, command_name: str) -> None:
     """As in ruff and flake8: no PATH is `.`."""
-    named = run(command_name, "--diff", ".", cwd=tree) if command_name == "fix" else run(
-        "check", ".", cwd=tree
+    named = (
+        run(command_name, "--diff", ".", cwd=tree)
+        if command_name == "fix"
+        else run("check", ".", cwd=tree)
     )
-    bare = run(command_name, "--diff", cwd=tree) if command_name == "fix" else run(
-        "check", cwd=tree
+    bare = (
+        run(command_name, "--diff", cwd=tree) if command_name == "fix" else run("check", cwd=tree)
     )
     assert bare.returncode == named.returncode == 1
     assert bare.stdout == named.stdout != ""
@@ -569,3 +571,17 @@ def test_check_imports_neither_libcst_nor_flake8(tree: Path) -> None:
         [sys.executable, "-c", probe], cwd=tree, capture_output=True, text=True, timeout=120
     )
     assert result.stderr.strip() == "1 []", result.stderr
+
+
+def test_file_symlinks_in_a_tree_are_followed_and_a_second_name_noted(tree: Path) -> None:
+    """A symlink to a .py file is checked under its own name; a second name for a file already
+    in the run is skipped with a note (fixing one file twice could race under --jobs)."""
+    outside = tree.parent / "outside.py"
+    shutil.copy(tree / "pkg" / "model.py", outside)
+    (tree / "pkg" / "zz_outside.py").symlink_to(outside)
+    (tree / "pkg" / "zz_model.py").symlink_to("model.py")
+    result = run("check", "pkg", cwd=tree)
+    paths = {line.split(":")[0] for line in result.stdout.splitlines()}
+    assert paths == {"pkg/model.py", "pkg/sub/unresolved.py", "pkg/zz_outside.py"}
+    assert "pkg/zz_model.py: note: skipped: the same file as pkg/model.py" in result.stderr
+    assert "zz_model" not in run("check", "--quiet", "pkg", cwd=tree).stderr

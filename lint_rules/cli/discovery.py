@@ -218,19 +218,22 @@ def discover(
 ) -> Discovery:
     """Files under ``paths`` in a deterministic order (arguments in order, then names sorted).
 
-    A directory is walked without following directory symlinks (no loops). A path named
+    A directory is walked without following directory symlinks (no loops); a symlink to a
+    file is followed, and a second name of a file already found is skipped with a note. A path named
     explicitly is always processed unless ``force_exclude`` (for pre-commit, which names every
     file); a named file that is not ``*.py``/``*.pyi`` is skipped with a note.
     """
     found = Discovery(files=[], errors=[])
-    seen: set[str] = set()
+    seen: dict[str, str] = {}
 
     def add(path: str, key: str | None = None) -> None:
         # Resolved, so that a symlink and its target are one file (never two writers).
         key = os.path.normcase(key or os.path.realpath(path))
         if key not in seen:
-            seen.add(key)
+            seen[key] = path
             found.files.append(path)
+        elif seen[key] != path:
+            found.notes.append((path, f"skipped: the same file as {seen[key]}"))
 
     patterns = _per_directory(patterns)
     for root in paths:
