@@ -82,7 +82,7 @@ def flag_columns(path: Path, line: int) -> tuple[int, int]:
 def test_text_output_is_flake8s_format_exactly(tree: Path) -> None:
     result = run("check", "pkg", cwd=tree)
     assert result.returncode == 1, result.stderr
-    assert result.stderr == ""
+    assert result.stderr == FIXABLE_HINT
     want = []
     for relative in ("pkg/clean.py", "pkg/model.py", "pkg/sub/unresolved.py", "pkg/suppressed.py"):
         want += expected_text(tree, relative)
@@ -94,6 +94,51 @@ def test_text_output_is_flake8s_format_exactly(tree: Path) -> None:
     assert model[0].startswith(f"pkg/model.py:12:{byte_col}: TEM001 ")
     assert model[1].startswith("pkg/model.py:13:") and ": TEM004 " in model[1]
     assert not any(line.startswith("pkg/suppressed.py") for line in want)
+
+
+FIXABLE_HINT = "[*] 1 fixable with `te-microbatch-lint fix` (2 more with `fix --unsafe-fixes`)\n"
+"""model.py's TEM001 has a safe fix, TEM004 none, the two unresolved callees unsafe ones."""
+
+
+def test_fixable_hint_is_on_stderr_and_not_with_quiet(tree: Path) -> None:
+    assert run("check", "--quiet", "pkg", cwd=tree).stderr == ""
+    assert run("check", "--select", "TEM004", "pkg", cwd=tree).stderr == ""
+    assert run("check", "--format", "json", "pkg", cwd=tree).stderr == ""
+
+
+def test_fixable_findings_are_marked_on_a_terminal_only(tree: Path) -> None:
+    """On a terminal, a finding with a safe fix reads ``CODE [*] message``, as in ruff; through
+    a pipe (tools, CI) the lines stay byte for byte flake8's."""
+    import pty
+
+    primary, secondary = pty.openpty()
+    with os.fdopen(primary, "rb", buffering=0) as reader:
+        process = subprocess.Popen(
+            [command(), "check", "pkg"], cwd=tree, stdout=secondary, stderr=subprocess.PIPE
+        )
+        os.close(secondary)
+        chunks = []
+        while True:
+            try:
+                chunk = reader.read(4096)
+            except OSError:  # EIO: the other end closed
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        assert process.wait(timeout=60) == 1
+    shown = b"".join(chunks).decode().replace("\r\n", "\n").splitlines()
+    piped = run("check", "pkg", cwd=tree).stdout.splitlines()
+    assert len(shown) == len(piped)
+    flake8_line = re.compile(
+        r"^(?P<path>.+?):(?P<row>\d+):(?P<col>\d+): (?P<code>[A-Z]+\d+) (?P<text>.*)$"
+    )
+    for mine, plain in zip(shown, piped):
+        assert flake8_line.match(mine) and flake8_line.match(plain)
+        if plain.startswith("pkg/model.py:12:"):
+            assert mine == plain.replace(" TEM001 ", " TEM001 [*] ", 1)
+        else:
+            assert mine == plain
 
 
 def test_text_output_matches_flake8_plugin(tree: Path) -> None:
@@ -141,7 +186,7 @@ def test_bad_files_are_named_with_reason_and_the_rest_still_checked(tree: Path) 
     assert any(e.startswith("pkg/broken.py: error: cannot parse") for e in errors), errors
     assert any(e.startswith("pkg/latin.py: error: ") and "UTF-8" in e for e in errors), errors
     assert any(e.startswith("missing.py: error: ") for e in errors), errors
-    assert len(errors) == 3
+    assert len(errors) == 4 and errors[-1] + "\n" == FIXABLE_HINT
     assert expected_text(tree, "pkg/model.py")[0] in result.stdout.splitlines()
 
 

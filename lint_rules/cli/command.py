@@ -21,6 +21,7 @@ from lint_rules.cli.discovery import Discovery, _forced_out, discover
 from lint_rules.cli.formats import (
     PROG,
     Problem,
+    fixable_hint,
     format_github,
     format_json,
     format_sarif,
@@ -106,9 +107,13 @@ def _output(args: argparse.Namespace) -> Iterator[TextIO]:
         yield out
 
 
-def _check_status(args: argparse.Namespace, findings: list, problems: list[Problem]) -> int:
-    """``check``'s ending: the problems on stderr, then the exit status."""
+def _check_status(
+    args: argparse.Namespace, findings: list, problems: list[Problem], hint: str = ""
+) -> int:
+    """``check``'s ending: the problems and the hint on stderr, then the exit status."""
     _report((p.path, p.reason) for p in problems)
+    if hint and args.format == "text" and not args.quiet:
+        print(hint, file=sys.stderr)
     if problems:
         return EXIT_ERROR
     return EXIT_FINDINGS if findings and not args.exit_zero else EXIT_CLEAN
@@ -125,6 +130,7 @@ def run_check(args: argparse.Namespace, config: Configuration, discovery: Discov
     findings = []
     problems = [Problem(path, reason) for path, reason in discovery.errors]
     with _output(args) as out:
+        marked = streaming and out.isatty()
         for outcome in _outcomes(args, config, check_file, job, discovery.files, cache):
             if cache is not None:
                 cache.put(outcome)
@@ -133,13 +139,14 @@ def run_check(args: argparse.Namespace, config: Configuration, discovery: Discov
             settings = config.settings_of(outcome.path) if outcome.findings else None
             kept = [f for f in outcome.findings if settings and settings.reports(f.code)]
             if streaming and kept:
-                out.write(format_text(kept))
+                out.write(format_text(kept, marked))
                 out.flush()
             findings.extend(kept)
         if cache is not None:
             cache.save()
         _write_report(args, out, findings, problems)
-    return _check_status(args, findings, problems)
+    hint = fixable_hint(findings, lambda path: config.settings_of(path).unsafe_fixes)
+    return _check_status(args, findings, problems, hint)
 
 
 def _write_report(
@@ -294,9 +301,9 @@ def run_stdin(args: argparse.Namespace, config: Configuration) -> int:
         problems = [_problem(outcome)] if outcome.error else []
         with _output(args) as out:
             if args.format == "text" and not args.statistics:
-                out.write(format_text(findings))
+                out.write(format_text(findings, out.isatty()))
             _write_report(args, out, findings, problems)
-        return _check_status(args, findings, problems)
+        return _check_status(args, findings, problems)  # no hint: an editor's buffer
     mode = "diff" if args.diff else "verify" if args.check else "stdout"
     job = Job(disable_noqa=args.disable_noqa, mode=mode)
     outcome = fix_file(job, shown, settings, source)

@@ -8,7 +8,7 @@ them relative to the repository root (the nearest directory above the current on
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,9 +34,32 @@ class Problem:
     column: int | None = None
 
 
-def format_text(findings: Sequence[Reported]) -> str:
-    """flake8's default format, byte for byte: ``path:line:col: CODE message``."""
-    return "".join(f"{f.path}:{f.line}:{f.column}: {f.message}\n" for f in findings)
+def format_text(findings: Sequence[Reported], marked: bool = False) -> str:
+    """flake8's default format, byte for byte: ``path:line:col: CODE message``; ``marked`` (a
+    terminal): ``CODE [*] message`` where the fix is safe, as ruff shows it."""
+    return "".join(
+        f"{f.path}:{f.line}:{f.column}: {_marked(f) if marked else f.message}\n" for f in findings
+    )
+
+
+def _marked(finding: Reported) -> str:
+    code, _, rest = finding.message.partition(" ")
+    return f"{code} [*] {rest}" if finding.applicability == "safe" else finding.message
+
+
+def fixable_hint(findings: Sequence[Reported], unsafe_applies: Callable[[str], bool]) -> str:
+    """``[*] N fixable with `te-microbatch-lint fix` (M more with `fix --unsafe-fixes`)``, or
+    "" when nothing is; ``unsafe_applies(path)``: that file's settings apply unsafe fixes."""
+    safe = unsafe = 0
+    for f in findings:
+        if f.applicability == "safe" or (f.applicability and unsafe_applies(f.path)):
+            safe += 1
+        elif f.applicability == "unsafe":
+            unsafe += 1
+    if not safe and not unsafe:
+        return ""
+    more = f" ({unsafe} more with `fix --unsafe-fixes`)" if unsafe else ""
+    return f"[*] {safe} fixable with `{PROG} fix`{more}"
 
 
 JSON_KEYS = (
