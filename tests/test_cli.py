@@ -630,3 +630,11 @@ def test_file_symlinks_in_a_tree_are_followed_and_a_second_name_noted(tree: Path
     assert paths == {"pkg/model.py", "pkg/sub/unresolved.py", "pkg/zz_outside.py"}
     assert "pkg/zz_model.py: note: skipped: the same file as pkg/model.py" in result.stderr
     assert "zz_model" not in run("check", "--quiet", "pkg", cwd=tree).stderr
+
+
+@pytest.mark.parametrize("args", [("rule",), ("rule", "TEM999"), ("rule", "--all", "TEM001")])
+def test_rule_usage_errors_are_the_same_one_line(tree: Path, args: tuple[str, ...]) -> None:
+    result = run(*args, cwd=tree)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.startswith("te-microbatch-lint: error: ")
+    assert result.stderr.count("\n") == 1

@@ -255,12 +255,12 @@ def explain_rules(codes: Sequence[str], every: bool) -> int:
     from lint_rules.rules import RULES
 
     if every == bool(codes):
-        print(f"{PROG} rule: error: name a rule code (e.g. TEM001) or --all", file=sys.stderr)
+        print(f"{PROG}: error: name a rule code (e.g. TEM001) or --all", file=sys.stderr)
         return EXIT_ERROR
     unknown = [code for code in codes if code.upper() not in RULES]
     if unknown:
         known = ", ".join(RULES)
-        print(f"{PROG} rule: error: unknown rule code {unknown[0]!r} ({known})", file=sys.stderr)
+        print(f"{PROG}: error: unknown rule code {unknown[0]!r} ({known})", file=sys.stderr)
         return EXIT_ERROR
     chosen = list(RULES) if every else [code.upper() for code in codes]
     sys.stdout.write("\n".join(explain(RULES[code]) for code in chosen))
