@@ -295,10 +295,11 @@ def add_guard_import(text: str, dotted: str) -> str:
     """Add ``from module import name`` unless ``name`` is bound when the module runs.
 
     Where the guard's top-level package is imported only inside ``try: ... except
-    ImportError`` (an optional dependency), the import goes into that block, after its last
-    import. Otherwise it joins an existing ``from module import ...`` in the order its names
-    already follow, or libcst's AddImportsVisitor puts it after the last import of the first
-    import block.
+    ImportError`` (an optional dependency), the import gets its own ``try`` block right after
+    that one, with a fallback guard that returns False (None is passed): inside the first block
+    its ImportError would run that block's ``except`` branch. Otherwise it joins an existing
+    ``from module import ...`` in the order its names already follow, or libcst's
+    AddImportsVisitor puts it after the last import of the first import block.
     """
     module_name, _, name = dotted.rpartition(".")
     with warnings.catch_warnings():
@@ -310,7 +311,15 @@ def add_guard_import(text: str, dotted: str) -> str:
     optional = _optional_import_block(text, module, module_name.split(".", 1)[0])
     if optional is not None:
         after, indent = optional
-        return _insert_line(text, after, indent + line)
+        block = (
+            "",
+            "try:",
+            f"{indent}{line}",
+            "except ImportError:  # the guard is not available: never tracked, so None is passed",
+            f"{indent}def {name}(*args, **kwargs):",
+            f"{indent}{indent}return False",
+        )
+        return _insert_line(text, after, block)
     merged = _merge_import(text, module, module_name, name)
     if merged is not None:
         return merged
@@ -347,9 +356,9 @@ def _imports_root(stmt: ast.stmt, root: str) -> bool:
 
 
 def _optional_import_block(text: str, module: ast.Module, root: str) -> tuple[int, str] | None:
-    """(line to insert after, indentation) in the first module-level ``try`` whose body
-    imports ``root`` and whose handlers catch ImportError, when the module imports ``root``
-    nowhere else at its top level; else None."""
+    """(the last line of, the body's indentation unit in) the first module-level ``try`` whose
+    body imports ``root`` and whose handlers catch ImportError, when the module imports
+    ``root`` nowhere else at its top level; else None."""
     found = None
     lines = split_lines(text)
     for stmt in module.body:
@@ -364,18 +373,19 @@ def _optional_import_block(text: str, module: ast.Module, root: str) -> tuple[in
             last = [sub for sub in stmt.body if isinstance(sub, (ast.Import, ast.ImportFrom))][-1]
             indent = lines[last.lineno - 1][: last.col_offset]
             if last.lineno > stmt.lineno and not indent.strip(" \t"):
-                found = (last.end_lineno or last.lineno, indent)
+                found = (stmt.end_lineno or last.end_lineno or last.lineno, indent)
     return found
 
 
-def _insert_line(text: str, after: int, line: str) -> str:
+def _insert_line(text: str, after: int, block: tuple[str, ...]) -> str:
+    """The lines of ``block`` after line ``after``, with the file's newline."""
     lines = split_lines(text)
     newline = next(
         (ln[len(ln.rstrip("\r\n")) :] for ln in lines if ln.endswith(("\n", "\r"))), "\n"
     )
     if after and not lines[after - 1].endswith(("\n", "\r")):
         lines[after - 1] += newline
-    lines.insert(after, line + newline)
+    lines[after:after] = [line + newline if line else newline for line in block]
     return "".join(lines)
 
 
