@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 STARTUP = """
@@ -49,8 +51,18 @@ def python(script: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_ctrl_c_during_start_up_is_one_line_and_exit_130(tmp_path: Path) -> None:
-    result = python(STARTUP, tmp_path)
+MODULE = STARTUP.replace(
+    "from lint_rules.cli import main  # what the console script does\n"
+    'sys.exit(main(["check", "."]))',
+    'import runpy\nsys.argv = ["te-microbatch-lint", "check", "."]\n'
+    'runpy.run_module("lint_rules.cli", run_name="__main__")',
+)
+
+
+@pytest.mark.parametrize("script", [STARTUP, MODULE], ids=["command", "python -m"])
+def test_ctrl_c_during_start_up_is_one_line_and_exit_130(tmp_path: Path, script: str) -> None:
+    assert script.count("sys.meta_path") == 1 and (script is STARTUP or "runpy" in script)
+    result = python(script, tmp_path)
     assert result.returncode == 130
     assert result.stderr == "te-microbatch-lint: interrupted\n"
 

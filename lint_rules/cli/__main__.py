@@ -2,6 +2,6 @@
 
 import sys
 
-from lint_rules.cli.command import main
+from lint_rules.cli import main
 
 sys.exit(main())
