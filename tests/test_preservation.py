@@ -289,7 +289,9 @@ def test_fix_preserves_encoding_newlines_and_layout(tmp_path: Path) -> None:
 
 def test_guard_strategy_import_uses_the_files_newlines(tmp_path: Path) -> None:
     (tmp_path / "pyproject.toml").write_text('[tool.te-microbatch-lint]\nfix-strategy = "guard"\n')
-    text = te_module("\r\n")
+    # the class sets `self.config`, so the guard (and its import) is used, not the None fallback
+    configured = "        super().__init__()\n        self.config = None\n"
+    text = TE_MODULE.replace("        super().__init__()\n", configured).replace("\n", "\r\n")
     path = tmp_path / "guarded.py"
     path.write_bytes(text.encode())
     done = run("fix", path, cwd=tmp_path)

@@ -14,6 +14,7 @@ import ast
 from dataclasses import replace
 
 from lint_rules.analysis.classes import Classes
+from lint_rules.analysis.kinds import Kind
 from lint_rules.analysis.resolve import Callee, TEModule
 from lint_rules.analysis.symbols import ModuleSymbols, Scope
 from lint_rules.findings import Edit, Fix, Position, split_lines
@@ -258,9 +259,10 @@ class FixBuilder:
         """Why ``CONFIG`` (``self.config``) would raise AttributeError in this method, or None.
 
         Only when the answer is known: ``root`` is the method's ``self``, every class of its
-        lineage is in the file (or TE's, which has no ``config``), none has a decorator or a
-        ``__getattr__``, none defines or declares the attribute, and nothing in the file stores
-        it (``x.config = ...``, ``setattr``, ``__dict__``).
+        lineage is in the file (or TE's or torch's, which have no ``config``, or ``object``),
+        none has a decorator or a ``__getattr__``, none defines or declares the attribute, and
+        nothing stores it on this lineage's ``self`` or on an instance from outside
+        (``x.config = ...``, ``setattr``, ``add_module``/``register_*``, ``__dict__``).
         """
         attr = _config_attribute(self.settings.guard_config, root)
         owner = scope.lookup(root) if scope is not None and attr else None
@@ -268,11 +270,7 @@ class FixBuilder:
             return None
         classes = self.classes
         outside = classes.outside_bases(owner.cls)
-        te = any(kind.tag == "te_class" for kind in outside)
-        if (te and attr not in _TE_MODULES_LACK) or any(
-            kind.tag != "te_class" and not (kind.tag == "qualname" and kind.name == "object")
-            for kind in outside
-        ):
+        if any(not _lacks(kind, attr) for kind in outside):
             return None
         for cls in classes.lineage(owner.cls):
             info = self.symbols.class_info(cls)
@@ -302,11 +300,7 @@ class FixBuilder:
                     if isinstance(method, (ast.FunctionDef, ast.AsyncFunctionDef)):
                         args = method.args.posonlyargs + method.args.args
                         for node in ast.walk(method) if args else ():
-                            if (
-                                isinstance(node, ast.Attribute)
-                                and isinstance(node.value, ast.Name)
-                                and node.value.id == args[0].arg
-                            ):
+                            if isinstance(node, ast.Name) and node.id == args[0].arg:
                                 on_self[id(node)] = cls
             stored: list[tuple[str, ast.ClassDef | None]] = []
             for node in ast.walk(self.tree) if self.tree is not None else ():
@@ -314,19 +308,43 @@ class FixBuilder:
                     not isinstance(node.ctx, ast.Load) or node.attr == "__dict__"
                 ):
                     name = node.attr if node.attr != "__dict__" else "*"
-                    stored.append((name, on_self.get(id(node))))
-                elif (
-                    isinstance(node, ast.Call)
-                    and isinstance(node.func, ast.Name)
-                    and node.func.id == "setattr"
-                ):
-                    key = node.args[1] if len(node.args) > 1 else None
-                    name = key.value if isinstance(key, ast.Constant) else "*"  # type: ignore[union-attr]
-                    stored.append((str(name), None))
+                    stored.append((name, on_self.get(id(node.value))))
+                elif isinstance(node, ast.Call):
+                    store = _stored_by_call(node)
+                    if store is not None:
+                        target, key = store
+                        name = key.value if isinstance(key, ast.Constant) else "*"  # type: ignore[union-attr]
+                        owner = on_self.get(id(target)) if target is not None else None
+                        stored.append((str(name), owner))
             self._stored = stored
         return self._stored
 
 
+def _lacks(kind: Kind, attr: str) -> bool:
+    """A base from outside the file that is known not to set ``attr``: ``object``, or a TE or
+    torch class and ``attr`` is one neither sets (``config``)."""
+    if kind.tag == "qualname" and kind.name == "object":
+        return True
+    torch = kind.tag == "qualname" and kind.name.startswith("torch.")
+    return (kind.tag == "te_class" or torch) and attr in _TE_MODULES_LACK
+
+
+def _stored_by_call(call: ast.Call) -> tuple[ast.expr | None, ast.expr | None] | None:
+    """(the object, the attribute name) of ``setattr(obj, name, v)`` or
+    ``obj.add_module(name, m)`` (``register_module``/``register_buffer``/``register_parameter``),
+    else None."""
+    func = call.func
+    if isinstance(func, ast.Name) and func.id == "setattr":
+        args = call.args
+        return (args[0] if args else None), (args[1] if len(args) > 1 else None)
+    if isinstance(func, ast.Attribute) and func.attr in _REGISTERS:
+        name = call.args[0] if call.args else None
+        name = name or next((k.value for k in call.keywords if k.arg == "name"), None)
+        return func.value, name
+    return None
+
+
+_REGISTERS = frozenset({"add_module", "register_module", "register_buffer", "register_parameter"})
 _DYNAMIC = ("__getattr__", "__getattribute__")
 _TE_MODULES_LACK = frozenset({"config"})
 """Attributes no TE module sets (read off transformer-engine 1.13 and 2.20 ``pytorch``)."""
