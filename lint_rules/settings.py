@@ -101,7 +101,9 @@ def _codes(key: str, value: object) -> tuple[str, ...]:
         if code != "ALL" and not any(known.startswith(code) for known in RULES):
             import difflib
 
-            close = difflib.get_close_matches(code, list(RULES), n=1)
+            # Only a near-miss of a full code (TEM01, TEM0001), never a prefix matching nothing.
+            near = [known for known in RULES if abs(len(known) - len(code)) <= 1]
+            close = difflib.get_close_matches(code, near, n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
             raise SettingsError(
                 f"{key}: unknown rule code {code!r}{hint}; the codes are "

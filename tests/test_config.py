@@ -121,6 +121,25 @@ def test_unknown_code_on_the_command_line(flag: str, codes: str, tmp_path: Path)
     assert_one_line_error(done, flag, "unknown rule code")
 
 
+@pytest.mark.parametrize(
+    ("code", "hint"),
+    [("TEM01", "TEM001"), ("TEM0001", "TEM001"), ("TEM9", None), ("TEM1", None), ("TEM999", None)],
+)
+def test_unknown_code_suggests_only_a_near_miss_of_a_full_code(
+    code: str, hint: str | None, tmp_path: Path
+) -> None:
+    """TEM01 is a mistyped TEM001; TEM9 is a prefix that matches nothing, not a near-miss."""
+    write(tmp_path / "model.py", TE_FILE)
+    done = te_lint("check", "--isolated", "--select", code, "model.py", cwd=tmp_path)
+    assert_one_line_error(done, "--select", "unknown rule code")
+    assert done.stderr.count("\n") == 1, done.stderr
+    message = done.stderr
+    if hint is None:
+        assert "did you mean" not in message
+    else:
+        assert f"(did you mean {hint!r}?)" in message
+
+
 def test_select_prefixes_and_all(tmp_path: Path) -> None:
     assert Settings(select=("TEM",)).reports("TEM004")
     assert Settings(select=("TEM00",), ignore=("TEM004",)).reports("TEM001")
