@@ -233,14 +233,19 @@ class FixBuilder:
 
     def _guard_expression(self, scope: Scope | None) -> tuple[str, str | None] | str:
         """The guard call and the import it needs, or why the guard cannot be used here."""
-        root = self._config_root()
+        root, config = self._config_root(), self.settings.guard_config
         if (
             root
             and (scope is None or scope.lookup(root) is None)
             and root not in self.symbols.alias_choices
         ):
-            return f"`{root}` is not in scope"
-        unset = self._unset_attribute(root, scope)
+            receiver = _receiver(scope)
+            if receiver is None:
+                return f"`{root}` is not in scope"
+            # `def f(this, x)`: `self.config` is `this.config` there
+            stripped = config.strip()
+            root, config = receiver, receiver + stripped[stripped.index(root) + len(root) :]
+        unset = self._unset_attribute(root, config, scope)
         if unset:
             return unset
         dotted_name = self.settings.guard_import
@@ -253,9 +258,9 @@ class FixBuilder:
         # The fixer adds the import unless the name is bound when the module runs (an import
         # under `if TYPE_CHECKING:` or inside a function is not): fixing.add_guard_import.
         needs_import = None if name in self.symbols.functions else dotted_name
-        return f"{name}({self.settings.guard_config})", needs_import
+        return f"{name}({config})", needs_import
 
-    def _unset_attribute(self, root: str, scope: Scope | None) -> str | None:
+    def _unset_attribute(self, root: str, config: str, scope: Scope | None) -> str | None:
         """Why ``CONFIG`` (``self.config``) would raise AttributeError in this method, or None.
 
         Only when the answer is known: ``root`` is the method's ``self``, every class of its
@@ -264,7 +269,7 @@ class FixBuilder:
         nothing stores it on this lineage's ``self`` or on an instance from outside
         (``x.config = ...``, ``setattr``, ``add_module``/``register_*``, ``__dict__``).
         """
-        attr = _config_attribute(self.settings.guard_config, root)
+        attr = _config_attribute(config, root)
         owner = scope.lookup(root) if scope is not None and attr else None
         if owner is None or owner.cls is None or owner.self_name != root or not self.classes:
             return None
@@ -318,6 +323,18 @@ class FixBuilder:
                         stored.append((str(name), owner))
             self._stored = stored
         return self._stored
+
+
+def _receiver(scope: Scope | None) -> str | None:
+    """The receiver of the method around ``scope`` (``this`` in ``def f(this, x)``), where the
+    name still means it at ``scope``; None in a function, static method or classmethod."""
+    method = scope
+    while method is not None and method.cls is None:
+        method = method.parent
+    receiver = method.self_name if method is not None else None
+    if receiver is None or scope is None or scope.lookup(receiver) is not method:
+        return None
+    return receiver
 
 
 def _lacks(kind: Kind, attr: str) -> bool:
