@@ -619,17 +619,52 @@ def test_check_imports_neither_libcst_nor_flake8(tree: Path) -> None:
 
 
 def test_file_symlinks_in_a_tree_are_followed_and_a_second_name_noted(tree: Path) -> None:
-    """A symlink to a .py file is checked under its own name; a second name for a file already
-    in the run is skipped with a note (fixing one file twice could race under --jobs)."""
-    outside = tree.parent / "outside.py"
-    shutil.copy(tree / "pkg" / "model.py", outside)
-    (tree / "pkg" / "zz_outside.py").symlink_to(outside)
+    """A symlink to a .py file in the walked tree is checked under its own name; a second name
+    for a file already in the run is skipped with a note (fixing one file twice could race
+    under --jobs)."""
+    (tree / "pkg" / "zz_link.py").symlink_to(Path("sub") / "unresolved.py")
     (tree / "pkg" / "zz_model.py").symlink_to("model.py")
     result = run("check", "pkg", cwd=tree)
     paths = {line.split(":")[0] for line in result.stdout.splitlines()}
-    assert paths == {"pkg/model.py", "pkg/sub/unresolved.py", "pkg/zz_outside.py"}
+    assert paths == {"pkg/model.py", "pkg/sub/unresolved.py"}
     assert "pkg/zz_model.py: note: skipped: the same file as pkg/model.py" in result.stderr
+    assert "pkg/zz_link.py: note: skipped: the same file as pkg/sub/unresolved.py" in result.stderr
     assert "zz_model" not in run("check", "--quiet", "pkg", cwd=tree).stderr
+
+
+def test_a_walk_skips_file_symlinks_out_of_the_tree(tree: Path) -> None:
+    """A walk never reaches (or rewrites) a file outside the directory it was asked to walk;
+    the same link named on the command line is followed and written through."""
+    outside = tree.parent / "outside.py"
+    shutil.copy(tree / "pkg" / "model.py", outside)
+    before = outside.read_bytes()
+    (tree / "pkg" / "vendored.py").symlink_to(outside)
+    result = run("check", "pkg", cwd=tree)
+    paths = {line.split(":")[0] for line in result.stdout.splitlines()}
+    assert paths == {"pkg/model.py", "pkg/sub/unresolved.py"}
+    assert "pkg/vendored.py: note: skipped: symlink to a file outside pkg\n" in result.stderr
+    fixed = run("fix", "pkg", cwd=tree)
+    assert fixed.returncode in (0, 1), fixed.stderr
+    assert "vendored" not in fixed.stdout
+    assert outside.read_bytes() == before and (tree / "pkg" / "vendored.py").is_symlink()
+    named = run("fix", "pkg/vendored.py", cwd=tree)
+    assert named.returncode in (0, 1), named.stderr
+    assert outside.read_bytes() != before and (tree / "pkg" / "vendored.py").is_symlink()
+
+
+def test_a_file_with_two_names_is_reported_under_the_one_that_is_not_a_symlink(
+    tree: Path,
+) -> None:
+    """alias.py sorts before model.py: the finding still goes to the real file's path."""
+    (tree / "pkg" / "alias.py").symlink_to("model.py")
+    expected = expected_text(tree, "pkg/model.py")
+    result = run("check", "pkg", cwd=tree)
+    assert [line for line in result.stdout.splitlines() if "pkg/model.py" in line] == expected
+    assert "alias.py:" not in result.stdout
+    assert "pkg/alias.py: note: skipped: the same file as pkg/model.py" in result.stderr
+    named = run("check", "pkg/alias.py", "pkg/model.py", cwd=tree)
+    assert "alias.py:" not in named.stdout and expected[0] in named.stdout
+    assert "pkg/alias.py: note: skipped: the same file as pkg/model.py" in named.stderr
 
 
 @pytest.mark.parametrize("args", [("rule",), ("rule", "TEM999"), ("rule", "--all", "TEM001")])

@@ -219,21 +219,33 @@ def discover(
     """Files under ``paths`` in a deterministic order (arguments in order, then names sorted).
 
     A directory is walked without following directory symlinks (no loops); a symlink to a
-    file is followed, and a second name of a file already found is skipped with a note. A path named
-    explicitly is always processed unless ``force_exclude`` (for pre-commit, which names every
-    file); a named file that is not ``*.py``/``*.pyi`` is skipped with a note.
+    file is followed when named or when its target is inside the walked directory (else
+    skipped with a note); a file with two names goes by the one that is not a symlink, the
+    other is skipped with a note. A path named explicitly is always processed unless
+    ``force_exclude`` (for pre-commit, which names every file); a named file that is not
+    ``*.py``/``*.pyi`` is skipped with a note.
     """
     found = Discovery(files=[], errors=[])
     seen: dict[str, str] = {}
+    links: set[str] = set()  # names in ``seen`` that are symlinks
 
-    def add(path: str, key: str | None = None) -> None:
+    def add(path: str, key: str | None = None, link: bool = False) -> None:
         # Resolved, so that a symlink and its target are one file (never two writers).
         key = os.path.normcase(key or os.path.realpath(path))
-        if key not in seen:
+        first = seen.get(key)
+        if first is None:
             seen[key] = path
             found.files.append(path)
-        elif seen[key] != path:
-            found.notes.append((path, f"skipped: the same file as {seen[key]}"))
+            if link:
+                links.add(path)
+        elif first in links and not link:
+            # The file goes by its real name, not by an alias found earlier.
+            seen[key] = path
+            found.files.remove(first)
+            found.files.append(path)
+            found.notes.append((first, f"skipped: the same file as {path}"))
+        elif first != path:
+            found.notes.append((path, f"skipped: the same file as {first}"))
 
     patterns = _per_directory(patterns)
     for root in paths:
@@ -243,12 +255,12 @@ def discover(
             inherited = _inherited(root) if respect_gitignore else []
             if inherited and _ignored_from_above(root, True):
                 inherited = []  # an ignored directory named explicitly is walked, as a file is
-            _walk(root, patterns, add, found.errors, inherited, respect_gitignore)
+            _walk(root, patterns, add, found, inherited, respect_gitignore)
         elif os.path.lexists(root):
             if force_exclude and _forced_out(root, patterns, False, respect_gitignore):
                 continue
             if root.endswith(SOURCE_SUFFIXES):
-                add(root)  # read_source names whatever is wrong with it
+                add(root, None, os.path.islink(root))  # read_source names what is wrong with it
             else:
                 found.notes.append((root, "skipped: not a Python file (*.py, *.pyi)"))
         else:
@@ -270,16 +282,19 @@ def _forced_out(path: str, patterns: Patterns, is_dir: bool, respect_gitignore: 
 def _walk(
     root: str,
     patterns: Patterns,
-    add: Callable[[str, str | None], None],
-    errors: list[tuple[str, str]],
+    add: Callable[[str, str | None, bool], None],
+    found: Discovery,
     inherited: list[_IgnoreFile],
     respect_gitignore: bool,
 ) -> None:
     """Depth first in name order, a directory's contents at its place among its siblings.
 
     Each directory is resolved once (``realpath``); a file's identity is its name in it, or
-    its own ``realpath`` when it is a symlink.
+    its own ``realpath`` when it is a symlink. A symlink to a file outside ``root`` is skipped
+    with a note, so that ``fix`` never writes outside the tree it was asked to walk.
     """
+    errors = found.errors
+    top = os.path.realpath(root)
     stack: list[tuple[Iterator[os.DirEntry[str]], list[_IgnoreFile], str]] = []
 
     def enter(folder: str, specs: list[_IgnoreFile]) -> None:
@@ -316,4 +331,11 @@ def _walk(
         elif is_file and entry.name.endswith(SOURCE_SUFFIXES):
             if _excluded(path, patterns) or (specs and _ignored(path, False, specs)):
                 continue
-            add(path, None if entry.is_symlink() else os.path.join(real, entry.name))
+            if not entry.is_symlink():
+                add(path, os.path.join(real, entry.name), False)
+                continue
+            target = os.path.realpath(path)
+            if os.path.commonpath([top, target]) != top:
+                found.notes.append((path, f"skipped: symlink to a file outside {root}"))
+                continue
+            add(path, target, True)
