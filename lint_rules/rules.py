@@ -213,8 +213,8 @@ that has no such parameter, so the call raises `TypeError` when it runs: the con
 six module classes, `fp8_autocast`, `autocast`, `fp8_model_init`, `quantized_model_init`,
 `LayerNorm`, `RMSNorm`, `DotProductAttention`, anything in `transformer_engine.pytorch.ops`
 (the fusible ops use `accumulate_into_main_grad` instead), and a subclass of a TE module defined
-in the file whose own `forward` has neither the parameter nor `**kwargs`. The value does not
-matter: even `None` is an error.
+in the file whose own `forward` has neither the parameter nor `**kwargs`, or takes it only by
+keyword and is given it positionally. The value does not matter: even `None` is an error.
 
 **Example.**
 
@@ -278,7 +278,8 @@ def callee_text(
     """The ``{callee}`` of a message, from the call's spelling and what it resolved to.
 
     ``TE Linear `self.fc``` (a TE class), ``TE `te.fp8_autocast``` (the spelling already names
-    the class: no doubled word), ``TE module `self.mlp``` (a TE module of unknown class),
+    the class: no doubled word; an in-file subclass passes its own name, ``TE MyLinear
+    `self.a```), ``TE module `self.mlp``` (a TE module of unknown class),
     ``unresolved `self.decoder.fc``` (the callee could not be resolved); ``via`` names a wrapper
     that forwards the call, written as the call (``TE Linear `checkpoint(self.fc)```).
     """

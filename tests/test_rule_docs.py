@@ -175,3 +175,49 @@ def test_sarif_descriptions_come_from_the_table(tmp_path: Path) -> None:
     generated = (PROJECT / "docs" / "rules.md").read_text(encoding="utf-8")
     for rule in RULES.values():
         assert f"### {rule.code} {rule.name}\n" in generated
+
+
+def test_an_in_file_te_subclass_is_named_by_its_class_in_every_rule() -> None:
+    """TEM001/TEM002 and TEM004 name an in-file TE subclass alike: by its own class name, whether
+    it overrides ``forward`` or not (not "TE module" for one and the class for the other)."""
+    source = """
+import transformer_engine.pytorch as te
+from torch import nn
+
+class Mine(te.Linear):
+    def forward(self, x, scale, is_first_microbatch=None):
+        return super().forward(x, is_first_microbatch=is_first_microbatch) * scale
+
+class Kept(te.Linear):
+    pass
+
+class NoFlag(te.Linear):
+    def forward(self, x):
+        return super().forward(x)
+
+class M(nn.Module):
+    def __init__(self):
+        self.a = Mine(4, 4)
+        self.k = Kept(4, 4)
+        self.b = NoFlag(4, 4)
+        self.flag = True
+
+    def keyword(self, x):
+        return self.a(x, 2.0, is_first_microbatch=self.flag)
+
+    def positional(self, x):
+        return self.a(x, 2.0, self.flag)
+
+    def kept(self, x):
+        return self.k(x, self.flag)
+
+    def rejected(self, x):
+        return self.b(x, is_first_microbatch=self.flag)
+"""
+    messages = [f.message for f in sorted(analyze_source(source), key=lambda f: f.line)]
+    assert messages == [
+        "TEM001 untracked flag to TE Mine `self.a`: pass None or guard it",
+        "TEM002 untracked positional flag to TE Mine `self.a`: pass None or guard it",
+        "TEM002 untracked positional flag to TE Kept `self.k`: pass None or guard it",
+        "TEM004 is_first_microbatch rejected by TE NoFlag `self.b` (TypeError): remove it",
+    ], messages

@@ -57,7 +57,7 @@ class FlagCall:
         via = callee.via if isinstance(callee, (TEModule, Unresolved)) else ""
         func = self.call.args[0] if via else self.call.func
         if isinstance(callee, TEModule):
-            return callee_text(describe(func), callee.cls or None, via=via)
+            return callee_text(describe(func), callee.name or callee.cls or None, via=via)
         return callee_text(describe(func), resolved=False, via=via)
 
 
@@ -103,6 +103,8 @@ def check_call(a: Analysis, call: ast.Call, ctx: Context) -> None:
         tem004_rejected(a, call, callee, keyword, splats)
         return
     if isinstance(callee, TEModule):
+        if keyword is None and tem004_positional(a, call, callee):
+            return
         index = None if keyword is not None else flag_index(call, callee)
     elif isinstance(callee, Unresolved) and (keyword is not None or splats):
         if a.settings.unresolved != "report":
@@ -220,6 +222,20 @@ def tem004_rejected(
             for key in splat.value.keys:
                 if key is not None and constant_str(key) == FLAG:
                     a.report("TEM004", key, target, None)
+
+
+def tem004_positional(a: Analysis, call: ast.Call, callee: TEModule) -> bool:
+    """TEM004: a positional argument past an in-file ``forward`` that takes the flag only by
+    keyword (``forward(self, x, *, is_first_microbatch=None)``): a TypeError (no fix)."""
+    if callee.takes is None:
+        return False
+    index = callee.takes + callee.shift
+    if len(call.args) <= index or any(isinstance(x, ast.Starred) for x in call.args):
+        return False
+    func = call.args[0] if callee.via else call.func
+    target = callee_text(describe(func), callee.name or callee.cls or None, via=callee.via)
+    a.report("TEM004", call.args[index], target, None)
+    return True
 
 
 def shared_fix(a: Analysis, site: FlagCall) -> Fix | None:

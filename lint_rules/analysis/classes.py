@@ -72,16 +72,66 @@ class Classes:
     def defines(self, node: ast.ClassDef, method: str) -> bool:
         return any(method in self.symbols.class_info(cls).methods for cls in self.lineage(node))
 
-    def te_forward(self, te: str, lineage: list[ast.ClassDef], node: ast.ClassDef) -> Kind:
+    def te_forward(self, te: str, lineage: list[ast.ClassDef], node: ast.ClassDef | None) -> Kind:
         """Calling a TE subclass whose in-file classes (``lineage``, nearest first) may define
         ``forward``: TE's own (class ``te``), or the nearest in-file one, read off its
         signature (where it takes the flag positionally, or that it takes none)."""
         for owner in lineage:
             method = self.symbols.class_info(owner).methods.get("forward")
-            if method is not None:
-                index, accepts = flag_parameter(method)
-                return Kind("te_instance", "", node=node, index=index, rejects=not accepts)
+            if method is None:
+                continue
+            through = self.passes_through(method)
+            if through == "super":
+                continue  # `forward(self, *args, **kwargs)` hands everything to the next one
+            if through:
+                return Kind("te_instance", through, node=node)  # `te.Linear.forward(self, ...)`
+            index, accepts = flag_parameter(method)
+            takes = keyword_only_takes(method)
+            return Kind(
+                "te_instance", "", node=node, index=index, rejects=not accepts, takes=takes
+            )
         return Kind("te_instance", te, node=node)
+
+    def passes_through(self, method: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
+        """``"super"`` when ``method`` is only ``return super().forward(p.., *args, **kwargs)``
+        (its own positional parameters in order, then its ``*args`` and ``**kwargs``, nothing
+        else in the body but a docstring); the TE class when it is ``return
+        TEClass.forward(self, p.., *args, **kwargs)``; else None. Such a forward maps every
+        argument through unchanged, so the next ``forward``'s layout is the caller's."""
+        args = method.args
+        if args.vararg is None or args.kwarg is None or args.kwonlyargs:
+            return None
+        body = method.body
+        if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+            body = body[1:]  # a docstring
+        if len(body) != 1 or not isinstance(body[0], ast.Return):
+            return None
+        call = body[0].value
+        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)):
+            return None
+        if call.func.attr != "forward" or len(call.keywords) != 1:
+            return None
+        names = [a.arg for a in (*args.posonlyargs, *args.args)]
+        splat = call.keywords[0]
+        if splat.arg is not None or not _is_name(splat.value, args.kwarg.arg):
+            return None
+        owner = call.func.value
+        passed = call.args
+        through = None
+        if isinstance(owner, ast.Call) and _is_name(owner.func, "super"):
+            through, names = "super", names[1:]  # `self` is bound by super()
+        else:
+            kind = self.resolver.resolve(owner, None)
+            if kind.tag == "te_class":
+                through = kind.name
+        if through is None or len(passed) != len(names) + 1:
+            return None
+        if not all(_is_name(a, n) for a, n in zip(passed, names)):
+            return None
+        last = passed[-1]
+        if not (isinstance(last, ast.Starred) and _is_name(last.value, args.vararg.arg)):
+            return None
+        return through
 
     def instance(self, node: ast.ClassDef) -> Kind:
         """An instance of the in-file class ``node``."""
@@ -152,7 +202,9 @@ class Classes:
         if te:
             # An in-file ancestor's own forward runs first: its signature, not TE's, decides
             # where a positional flag goes, and whether it takes one.
-            return self.te_forward(te, self.lineage(cls)[1:], cls)
+            # It is named after the in-file base whose class it calls (TE's own: none).
+            above = self.lineage(cls)[1:]
+            return self.te_forward(te, above, above[0] if above else None)
         foreign = self.foreign_base(cls)
         if foreign:
             return unknown(f"`{cls.name}` has {foreign}")
@@ -168,3 +220,16 @@ def flag_parameter(method: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[int 
         return positional.index(FLAG), True
     named = any(a.arg == FLAG for a in args.kwonlyargs)
     return None, named or args.kwarg is not None
+
+
+def keyword_only_takes(method: ast.FunctionDef | ast.AsyncFunctionDef) -> int | None:
+    """How many positional arguments (after ``self``) an in-file ``forward`` takes when it takes
+    the flag keyword-only and has no ``*args`` (one more is a TypeError); else None."""
+    args = method.args
+    if args.vararg is not None or not any(a.arg == FLAG for a in args.kwonlyargs):
+        return None
+    return len(args.posonlyargs) + len(args.args) - 1
+
+
+def _is_name(node: ast.AST, name: str) -> bool:
+    return isinstance(node, ast.Name) and node.id == name

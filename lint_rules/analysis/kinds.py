@@ -33,6 +33,11 @@ class TEModule:
     index: int | None = None
     """The flag's positional index read off an in-file subclass's own ``forward`` (else the
     class's ``te.FLAG_POSITION``, when ``cls`` is known)."""
+    takes: int | None = None
+    """When an in-file ``forward`` takes the flag keyword-only and has no ``*args``: how many
+    positional arguments it takes (one more is a TypeError)."""
+    name: str = ""
+    """The in-file subclass called, if any: messages name it rather than its TE base."""
 
 
 @dataclass(frozen=True)
@@ -92,6 +97,9 @@ class Kind:
     in that signature (None: keyword only, or not a parameter)."""
     rejects: bool = False
     """For a TE instance whose ``forward`` is defined in the file: it takes no flag at all."""
+    takes: int | None = None
+    """For a TE instance whose ``forward`` is defined in the file and takes the flag
+    keyword-only, without ``*args``: how many positional arguments it takes."""
 
 
 NOT_TE = Kind("not_te")
@@ -133,8 +141,11 @@ def join(kinds: Sequence[Kind]) -> Kind:
     if te:
         # Keep the class only when every alternative is that class: TEM002 reads the flag's
         # position from it.
-        if len(te) == len(live) and len({(k.name, k.index, k.rejects) for k in te}) == 1:
-            return te[0]
+        if len(te) == len(live) and len({(k.name, k.index, k.rejects, k.takes) for k in te}) == 1:
+            if all(k.node is te[0].node for k in te):
+                return te[0]
+            # Two in-file subclasses with one layout: the layout holds, not one class's name.
+            return Kind("te_instance", te[0].name, index=te[0].index, takes=te[0].takes)
         return Kind("te_instance", "")
     for tag in ("te_class", "unbound", "reject"):
         for k in live:

@@ -150,7 +150,8 @@ class Resolver:
             if kind.rejects:
                 owner = kind.node.name if isinstance(kind.node, ast.ClassDef) else ""
                 return TERejects(owner)
-            return TEModule(kind.name, shift, via, kind.index)
+            name = kind.node.name if isinstance(kind.node, ast.ClassDef) else ""
+            return TEModule(kind.name, shift, via, kind.index, kind.takes, name)
         if kind.tag == "unbound":
             return TEModule(kind.name, shift + 1, via)
         if kind.tag == "reject":
