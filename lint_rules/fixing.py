@@ -323,6 +323,9 @@ def add_guard_import(text: str, dotted: str) -> str:
     merged = _merge_import(text, module, module_name, name)
     if merged is not None:
         return merged
+    after = _sorted_position(module, module_name)
+    if after is not None:
+        return _insert_line(text, after, (line,))
     if _deeper_than(module, LIBCST_DEPTH):  # libcst's parser would exhaust the C stack
         return _insert_import(text, module, line)
     import libcst as cst
@@ -387,6 +390,29 @@ def _insert_line(text: str, after: int, block: tuple[str, ...]) -> str:
         lines[after - 1] += newline
     lines[after:after] = [line + newline if line else newline for line in block]
     return "".join(lines)
+
+
+def _sorted_position(module: ast.Module, module_name: str) -> int | None:
+    """The line after which ``from module_name import ...`` stands in isort's (and ruff's)
+    order among the first import block's ``from`` imports of the same top-level package, when
+    there are some and they are sorted; else None."""
+    body = module.body
+    start = next((i for i, s in enumerate(body) if isinstance(s, (ast.Import, ast.ImportFrom))), 0)
+    root = module_name.split(".", 1)[0]
+    group: list[ast.ImportFrom] = []
+    for stmt in body[start:]:
+        if not isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            break
+        if isinstance(stmt, ast.ImportFrom) and not stmt.level and _imports_root(stmt, root):
+            group.append(stmt)
+    keys = [(s.module or "").lower() for s in group]
+    if not group or keys != sorted(keys):
+        return None
+    key = module_name.lower()
+    before = [s for s, k in zip(group, keys) if k <= key]
+    if before:
+        return before[-1].end_lineno
+    return group[0].lineno - 1
 
 
 def _type_order(name: str) -> tuple[int, str, str]:
