@@ -296,11 +296,12 @@ class _FusedWgradBase(torch.nn.Module):
         self,
         inp: torch.Tensor,
         name: str,
-        weight: torch.Tensor,
         bias: torch.Tensor | None,
         is_first_microbatch: bool | None,
         overwrite_main_grad: bool | None = None,
     ) -> torch.Tensor:
+        """The fused GEMM through the weight parameter called ``name``."""
+        weight = getattr(self, name)
         if overwrite_main_grad is None:
             overwrite_main_grad = bool(getattr(weight, "overwrite_main_grad", False))
         used = self._weight_for_forward(name, weight, is_first_microbatch)
@@ -314,8 +315,14 @@ class _FusedWgradBase(torch.nn.Module):
             overwrite_main_grad,
         )
 
-    def _norm(self, inp: torch.Tensor, width: int) -> torch.Tensor:
-        return F.layer_norm(inp, (width,), self.layer_norm_weight, self.layer_norm_bias, self.eps)
+    def _layer_norm_params(self, width: int, eps: float) -> None:
+        self.eps = eps
+        self.layer_norm_weight = torch.nn.Parameter(torch.ones(width, **self._factory))
+        self.layer_norm_bias = torch.nn.Parameter(torch.zeros(width, **self._factory))
+
+    def _norm(self, inp: torch.Tensor) -> torch.Tensor:
+        weight = self.layer_norm_weight
+        return F.layer_norm(inp, weight.shape, weight, self.layer_norm_bias, self.eps)
 
 
 class Linear(_FusedWgradBase):
@@ -356,7 +363,7 @@ class Linear(_FusedWgradBase):
         self.bias = self._bias(out_features) if bias else None
 
     def forward(self, inp: torch.Tensor, is_first_microbatch: bool | None = None) -> torch.Tensor:
-        return self._linear(inp, "weight", self.weight, self.bias, is_first_microbatch)
+        return self._linear(inp, "weight", self.bias, is_first_microbatch)
 
 
 class LayerNormLinear(_FusedWgradBase):
@@ -405,15 +412,13 @@ class LayerNormLinear(_FusedWgradBase):
         super().__init__(fuse_wgrad_accumulation, params_dtype, device, init_method)
         self.in_features = in_features
         self.out_features = out_features
-        self.eps = eps
-        self.layer_norm_weight = torch.nn.Parameter(torch.ones(in_features, **self._factory))
-        self.layer_norm_bias = torch.nn.Parameter(torch.zeros(in_features, **self._factory))
+        self._layer_norm_params(in_features, eps)
         self.weight = self._weight(out_features, in_features)
         self.bias = self._bias(out_features) if bias else None
 
     def forward(self, inp: torch.Tensor, is_first_microbatch: bool | None = None) -> torch.Tensor:
-        normed = self._norm(inp, self.in_features)
-        return self._linear(normed, "weight", self.weight, self.bias, is_first_microbatch)
+        normed = self._norm(inp)
+        return self._linear(normed, "weight", self.bias, is_first_microbatch)
 
 
 _ACTIVATIONS: dict[str, Callable[[torch.Tensor], torch.Tensor]] = {
@@ -475,23 +480,19 @@ class LayerNormMLP(_FusedWgradBase):
         super().__init__(fuse_wgrad_accumulation, params_dtype, device, init_method)
         self.hidden_size = hidden_size
         self.ffn_hidden_size = ffn_hidden_size
-        self.eps = eps
         self.activation = activation
         self.use_bias = bias
-        self.layer_norm_weight = torch.nn.Parameter(torch.ones(hidden_size, **self._factory))
-        self.layer_norm_bias = torch.nn.Parameter(torch.zeros(hidden_size, **self._factory))
+        self._layer_norm_params(hidden_size, eps)
         self.fc1_weight = self._weight(ffn_hidden_size, hidden_size)
         self.fc1_bias = self._bias(ffn_hidden_size) if bias else None
         self.fc2_weight = self._weight(hidden_size, ffn_hidden_size, output_layer_init_method)
         self.fc2_bias = self._bias(hidden_size) if bias else None
 
     def forward(self, inp: torch.Tensor, is_first_microbatch: bool | None = None) -> torch.Tensor:
-        normed = self._norm(inp, self.hidden_size)
-        fc1 = self._linear(
-            normed, "fc1_weight", self.fc1_weight, self.fc1_bias, is_first_microbatch
-        )
+        normed = self._norm(inp)
+        fc1 = self._linear(normed, "fc1_weight", self.fc1_bias, is_first_microbatch)
         act = _ACTIVATIONS[self.activation](fc1)
-        return self._linear(act, "fc2_weight", self.fc2_weight, self.fc2_bias, is_first_microbatch)
+        return self._linear(act, "fc2_weight", self.fc2_bias, is_first_microbatch)
 
 
 class GroupedLinear(_FusedWgradBase):
@@ -553,7 +554,6 @@ class GroupedLinear(_FusedWgradBase):
             self._linear(
                 chunk,
                 f"weight{i}",
-                getattr(self, f"weight{i}"),
                 getattr(self, f"bias{i}"),
                 is_first_microbatch,
                 overwrite,
