@@ -112,21 +112,13 @@ def checks() -> list[Check]:
             "repeated-call",
         ),
         Check("monitor fixed", model, partial(fs.monitor_kinds, variant="fixed"), "silent"),
-        Check(
-            "monitor fp8 flag not re-armed",
-            model,
-            partial(fs.monitor_kinds, variant="unguarded", fp8=True, rearm=False, mtp_num_layers=1),
-            "stale-fp8-cache",
-            fp8=True,
-        ),
-        Check(
-            "monitor fp8 flag re-armed",
-            model,
-            partial(fs.monitor_kinds, variant="unguarded", fp8=True, rearm=True, mtp_num_layers=1),
-            "silent",
-            fp8=True,
-        ),
     ]
+    for rearm, expected in ((False, "stale-fp8-cache"), (True, "silent")):
+        run = partial(
+            fs.monitor_kinds, variant="unguarded", fp8=True, rearm=rearm, mtp_num_layers=1
+        )
+        name = "monitor fp8 flag " + ("re-armed" if rearm else "not re-armed")
+        out.append(Check(name, model, run, expected, fp8=True))
     return out
 
 
