@@ -53,12 +53,7 @@ class FlagCall:
     @functools.cached_property
     def target(self) -> str:
         """The ``{callee}`` text of the messages (built only for a finding)."""
-        callee = self.callee
-        via = callee.via if isinstance(callee, (TEModule, Unresolved)) else ""
-        func = self.call.args[0] if via else self.call.func
-        if isinstance(callee, TEModule):
-            return callee_text(describe(func), callee.name or callee.cls or None, via=via)
-        return callee_text(describe(func), resolved=False, via=via)
+        return target_text(self.call, self.callee)
 
 
 @dataclass
@@ -74,6 +69,15 @@ class CallSite:
 def describe(func: ast.expr) -> str:
     text = ast.unparse(func)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def target_text(call: ast.Call, callee: Callee) -> str:
+    """The ``{callee}`` text of a message about ``call``."""
+    via = callee.via if isinstance(callee, (TEModule, Unresolved)) else ""
+    func = call.args[0] if via else call.func
+    if isinstance(callee, TEModule):
+        return callee_text(describe(func), callee.name or callee.cls or None, via=via)
+    return callee_text(describe(func), resolved=False, via=via)
 
 
 def flag_index(call: ast.Call, callee: TEModule) -> int | None:
@@ -232,9 +236,7 @@ def tem004_positional(a: Analysis, call: ast.Call, callee: TEModule) -> bool:
     index = callee.takes + callee.shift
     if len(call.args) <= index or any(isinstance(x, ast.Starred) for x in call.args):
         return False
-    func = call.args[0] if callee.via else call.func
-    target = callee_text(describe(func), callee.name or callee.cls or None, via=callee.via)
-    a.report("TEM004", call.args[index], target, None)
+    a.report("TEM004", call.args[index], target_text(call, callee), None)
     return True
 
 
@@ -340,9 +342,9 @@ def _calls_by_key(
 
 def repeat_reason(a: Analysis, call: ast.Call, ctx: Context) -> str | None:
     """Why this call may run more than once per forward (a loop over a fixed module)."""
+    used = {n.id for n in ast.walk(call.func) if isinstance(n, ast.Name)}
     for loop in reversed(ctx.loops):
         bound, runs_backward = a.loop_facts(loop)
-        used = {n.id for n in ast.walk(call.func) if isinstance(n, ast.Name)}
         if used & bound:
             return None
         if runs_backward:
