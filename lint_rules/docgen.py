@@ -42,13 +42,18 @@ def _fix_line(rule: Rule) -> str:
     return f"{rule.fix_title}; {FIX_WORDS[rule.fix]}"
 
 
+def _section(rule: Rule, heading: str, message: str, line_break: str) -> str:
+    """A rule's section: heading, summary, message, fix and explanation."""
+    return (
+        f"{heading}\n\n{rule.summary}.\n\n"
+        f"Message: {message}{line_break}Fix: {_fix_line(rule)}\n\n"
+        f"{rule.explanation.rstrip()}\n"
+    )
+
+
 def explain(rule: Rule) -> str:
     """What ``te-microbatch-lint rule CODE`` prints: plain Markdown, readable in a terminal."""
-    return (
-        f"# {rule.code} ({rule.name})\n\n{rule.summary}.\n\n"
-        f"Message: {_example_message(rule)}\n"
-        f"Fix: {_fix_line(rule)}\n\n{rule.explanation.rstrip()}\n"
-    )
+    return _section(rule, f"# {rule.code} ({rule.name})", _example_message(rule), "\n")
 
 
 def rules_block() -> str:
@@ -58,9 +63,7 @@ def rules_block() -> str:
         for r in RULES.values()
     )
     sections = "\n".join(
-        f"### {r.code} {r.name}\n\n{r.summary}.\n\n"
-        f"Message: `{_example_message(r)}`  \nFix: {_fix_line(r)}\n\n"
-        f"{r.explanation.rstrip()}\n"
+        _section(r, f"### {r.code} {r.name}", f"`{_example_message(r)}`", "  \n")
         for r in RULES.values()
     )
     return (
