@@ -18,7 +18,7 @@ from __future__ import annotations
 import ast
 import os
 import sys
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -538,13 +538,3 @@ class ConfigResolver:
                             stack.append(entry.path)
             except OSError:
                 continue
-
-    def config_file_for(self, path: str | Path) -> Path | None:
-        """The configuration file that applies to ``path``, or None."""
-        found = self.settings_for(path).config_file
-        return Path(found) if found else None
-
-
-def option_fields() -> list[str]:
-    """Settings fields that are user options (everything but ``config_file``)."""
-    return [f.name for f in fields(Settings) if f.name in _BY_FIELD]

@@ -223,11 +223,6 @@ class Configuration:
     replace_excludes: bool = False
     """``--exclude`` was given: it replaces the configured ``exclude``."""
 
-    @property
-    def settings(self) -> Settings:
-        """The settings of the current directory (those of a file may differ)."""
-        return self.resolver.settings_for(os.getcwd())
-
     def excludes(self, path: str, is_dir: bool = False) -> tuple[ExcludePattern, ...]:
         """``--exclude`` globs, then the ``exclude`` of the configuration that governs ``path``
         (its parent directory's, relative to that file's directory). ``--exclude`` replaces the
