@@ -16,7 +16,7 @@ from dataclasses import replace
 from lint_rules.analysis.classes import Classes
 from lint_rules.analysis.kinds import Kind
 from lint_rules.analysis.resolve import Callee, TEModule
-from lint_rules.analysis.symbols import ModuleSymbols, Scope
+from lint_rules.analysis.symbols import ModuleSymbols, Scope, span
 from lint_rules.findings import Edit, Fix, Position, split_lines
 from lint_rules.settings import Settings
 from lint_rules.te import FLAG
@@ -77,14 +77,6 @@ def _only_splatted_once(name: str, scope: Scope | None) -> bool:
     return splats == 1
 
 
-def _start(node: ast.AST) -> Position:
-    return (node.lineno, node.col_offset)  # type: ignore[attr-defined]
-
-
-def _end(node: ast.AST) -> Position:
-    return (node.end_lineno, node.end_col_offset)  # type: ignore[attr-defined]
-
-
 class NoFixes:
     """What the rules use when no face asked for fixes: every fix is None, nothing is built."""
 
@@ -136,7 +128,7 @@ class FixBuilder:
         """
         if isinstance(value, ast.NamedExpr):
             return None  # `(f := x)`: any rewrite would change what `f` is bound to
-        start, end = _start(value), _end(value)
+        start, end = span(value)
         own = self._paren_span(value)
         outer_start, outer_end = own if isinstance(own, tuple) else (start, end)
         safe = (
