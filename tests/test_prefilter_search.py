@@ -1,6 +1,6 @@
 """The prefilter's str.find searches answer exactly what its two regular expressions answer.
 
-``analysis._TE_IMPORT`` and ``analysis._TE_CLASS_WORD`` stay the specification; the searches
+``prefilter._TE_IMPORT`` and ``prefilter._TE_CLASS_WORD`` stay the specification; the searches
 (``_imports_te``, ``_names_te_class``) are what runs, because the regexes cost most of a
 cached ``check`` run on megatron-core (see benchmarks/README.md).
 """
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lint_rules.analysis import (
+from lint_rules.analysis.prefilter import (
     _TE_CLASS_WORD,
     _TE_IMPORT,
     _imports_te,

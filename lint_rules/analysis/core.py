@@ -7,6 +7,7 @@ from dataclasses import replace
 
 from lint_rules.analysis import checks
 from lint_rules.analysis.fixes import FixBuilder, NoFixes
+from lint_rules.analysis.prefilter import te_file
 from lint_rules.analysis.resolve import Resolver
 from lint_rules.analysis.symbols import ModuleSymbols, Scope
 from lint_rules.analysis.tracking import Tracker
@@ -33,7 +34,12 @@ class Analysis:
         self.tree = tree
         self.source = source
         self.settings = settings
-        self.mentions_te = source is None or TE_ROOT in source
+        # A positional flag is looked for only where a TE module of known class can be
+        # resolved (the prefilter's test); a file with other than ASCII text may spell a
+        # name with characters that normalise to it, so there any mention of TE counts.
+        self.mentions_te = source is None or (
+            TE_ROOT in source and (not source.isascii() or te_file(source))
+        )
         self.symbols = ModuleSymbols(tree, source)
         self.resolver = Resolver(self.symbols)
         guards = tuple(dict.fromkeys((*settings.guard_functions, settings.guard_import)))

@@ -69,7 +69,6 @@ Callee = Union[TEModule, TERejects, NotTE, Unresolved]
 # The working value of an expression
 
 
-@dataclass(frozen=True)
 class Kind:
     """The resolved meaning of an expression, as far as the flag is concerned.
 
@@ -79,27 +78,66 @@ class Kind:
     ``self`` / ``super`` (an in-file class, ``node``), ``method`` and ``function`` (in-file,
     ``node`` the definition), ``qualname`` (a dotted name outside TE), ``not_te``, ``unknown``
     (``name`` says why) and ``pending`` (a value being resolved: a cycle, ignored by ``join``).
+
+    A value, never changed once made. A plain class with slots, not a frozen dataclass:
+    resolution makes tens of thousands of them per thousand files, and a frozen dataclass
+    costs seven times as much to build.
     """
 
-    tag: str
-    name: str = ""
-    element: Kind | None = None
-    node: ast.AST | None = field(default=None, compare=False)
-    items: tuple[Kind, ...] | None = field(default=None, compare=False)
-    owner: ast.ClassDef | None = field(default=None, compare=False)
-    """For a method: its class. For a forwarder: unused."""
-    scope: Scope | None = field(default=None, compare=False)
-    """For a nested function: the scope it is defined in."""
-    shift: int = 0
-    """For a forwarder: the index of the first argument it passes on (after the function)."""
-    index: int | None = None
-    """For a TE instance whose ``forward`` is defined in the file: the flag's positional index
-    in that signature (None: keyword only, or not a parameter)."""
-    rejects: bool = False
-    """For a TE instance whose ``forward`` is defined in the file: it takes no flag at all."""
-    takes: int | None = None
-    """For a TE instance whose ``forward`` is defined in the file and takes the flag
-    keyword-only, without ``*args``: how many positional arguments it takes."""
+    __slots__ = (
+        "tag", "name", "element", "node", "items", "owner", "scope", "shift", "index",
+        "rejects", "takes",
+    )
+
+    def __init__(
+        self,
+        tag: str,
+        name: str = "",
+        element: Kind | None = None,
+        node: ast.AST | None = None,
+        items: tuple[Kind, ...] | None = None,
+        owner: ast.ClassDef | None = None,
+        scope: Scope | None = None,
+        shift: int = 0,
+        index: int | None = None,
+        rejects: bool = False,
+        takes: int | None = None,
+    ) -> None:
+        self.tag = tag
+        self.name = name
+        self.element = element
+        self.node = node
+        """The in-file class, method or function (not compared)."""
+        self.items = items
+        """For a container: each item, in order, when known (not compared)."""
+        self.owner = owner
+        """For a method: its class (not compared)."""
+        self.scope = scope
+        """For a nested function: the scope it is defined in (not compared)."""
+        self.shift = shift
+        """For a forwarder: the index of the first argument it passes on (after the function)."""
+        self.index = index
+        """For a TE instance whose ``forward`` is defined in the file: the flag's positional
+        index in that signature (None: keyword only, or not a parameter)."""
+        self.rejects = rejects
+        """For a TE instance whose ``forward`` is defined in the file: it takes no flag."""
+        self.takes = takes
+        """For a TE instance whose ``forward`` is defined in the file and takes the flag
+        keyword-only, without ``*args``: how many positional arguments it takes."""
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.tag, self.name, self.element, self.shift, self.index, self.rejects, self.takes)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not Kind:
+            return NotImplemented
+        return self is other or self._key() == other._key()  # type: ignore[attr-defined]
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
+        return f"Kind({shown})"
 
 
 NOT_TE = Kind("not_te")
@@ -130,6 +168,8 @@ def join(kinds: Sequence[Kind]) -> Kind:
     A plain non-TE alternative (the ``None`` placeholder of ``x = None ... x = te.Linear()``)
     does not hide the others; a pending one (a cycle) contributes nothing.
     """
+    if len(kinds) == 1 and kinds[0].tag != "pending":
+        return kinds[0]
     kinds = [k for k in kinds if k.tag != "pending"]
     if not kinds:
         return PENDING

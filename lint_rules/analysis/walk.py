@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from itertools import accumulate
 from typing import Any
 
@@ -43,17 +42,29 @@ def _node_fields(kind: type) -> tuple[str, ...]:
 COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
 
 
-@dataclass(frozen=True)
 class Context:
-    """Where the walk is: class, function chain, guarding branches, loops, exclusive arms."""
+    """Where the walk is: class, function chain, guarding branches, loops, exclusive arms.
 
-    cls: ast.ClassDef | None
-    """The class whose body the walk is directly in (its functions are methods)."""
-    scope: tuple[FunctionNode, Context | None, ast.ClassDef | None] | None
-    """The enclosing function, the context it was defined in, and its class if a method."""
-    branches: tuple[Branch, ...]
-    loops: tuple[ast.AST, ...]
-    exclusive_path: tuple[tuple[int, int], ...]
+    A value, never changed once made (a slotted class: the walk makes one per branch).
+    """
+
+    __slots__ = ("cls", "scope", "branches", "loops", "exclusive_path")
+
+    def __init__(
+        self,
+        cls: ast.ClassDef | None,
+        scope: tuple[FunctionNode, Context | None, ast.ClassDef | None] | None,
+        branches: tuple[Branch, ...],
+        loops: tuple[ast.AST, ...],
+        exclusive_path: tuple[tuple[int, int], ...],
+    ) -> None:
+        self.cls = cls
+        """The class whose body the walk is directly in (its functions are methods)."""
+        self.scope = scope
+        """The enclosing function, the context it was defined in, and its class if a method."""
+        self.branches = branches
+        self.loops = loops
+        self.exclusive_path = exclusive_path
 
     def branch(self, test: ast.expr, outcome: bool, node: ast.AST, arm: int) -> Context:
         return Context(
