@@ -202,15 +202,21 @@ class Walker:
         on_call: Callable[[ast.Call, Context], None],
         interesting: Callable[[int, int], bool] | None = None,
         enter_compound: bool = False,
+        positional: int | None = None,
     ) -> None:
         self.on_call = on_call
         self.interesting = interesting
         self.enter_compound = enter_compound
+        self.positional = positional
+        """None: hand every call to ``on_call``; else only calls with keywords (the flag, a
+        splat) or with at least this many positional arguments (a positional flag)."""
 
     def walk_body(self, body: Sequence[ast.AST], ctx: Context) -> None:
         interesting = self.interesting
         enter_compound = self.enter_compound
         for node in body:
+            if type(node) in _LEAVES:  # import, pass, global...: no call
+                continue
             if interesting is None or (enter_compound and isinstance(node, _COMPOUND)):
                 self.walk(node, ctx)
             else:
@@ -218,14 +224,13 @@ class Walker:
                 first = decorators[0].lineno if decorators else node.lineno  # type: ignore[attr-defined]
                 if interesting(first, node.end_lineno or node.lineno):  # type: ignore[attr-defined]
                     self.walk(node, ctx)
-            if isinstance(node, ast.If):
-                ctx = _after_if(node, ctx)
+            if type(node) is ast.If:
+                ctx = _after_if(node, ctx)  # type: ignore[arg-type]
 
     def walk(self, node: ast.AST, ctx: Context) -> None:
         kind = type(node)
-        special = _SPECIAL.get(kind)
-        if special is not None:
-            special(self, node, ctx)
+        if kind is ast.Call:
+            self._call(node, ctx)  # type: ignore[arg-type]
             return
         if kind is ast.Attribute:  # `a.b.c`: only the innermost value may hold a call
             value = node.value  # type: ignore[attr-defined]
@@ -234,8 +239,10 @@ class Walker:
             if type(value) not in _LEAVES:
                 self.walk(value, ctx)
             return
-        if kind is ast.Call:
-            self.on_call(node, ctx)  # type: ignore[arg-type]
+        special = _SPECIAL.get(kind)
+        if special is not None:
+            special(self, node, ctx)
+            return
         for name in _FIELDS.get(kind) or _node_fields(kind):
             value = getattr(node, name, None)
             if type(value) is list:
@@ -244,6 +251,36 @@ class Walker:
                         self.walk(item, ctx)
             elif type(value) not in _LEAVES:
                 self.walk(value, ctx)
+
+    def _call(self, node: ast.Call, ctx: Context) -> None:
+        positional = self.positional
+        if positional is None or node.keywords or len(node.args) >= positional:
+            self.on_call(node, ctx)
+        func = node.func
+        while type(func) is ast.Attribute:
+            func = func.value  # type: ignore[attr-defined]
+        if type(func) not in _LEAVES:
+            self.walk(func, ctx)
+        for arg in node.args:
+            if type(arg) not in _LEAVES:
+                self.walk(arg, ctx)
+        for keyword in node.keywords:
+            if type(keyword.value) not in _LEAVES:
+                self.walk(keyword.value, ctx)
+
+    def _assign(self, node: ast.Assign, ctx: Context) -> None:
+        for target in node.targets:
+            while type(target) is ast.Attribute:
+                target = target.value  # type: ignore[assignment]
+            if type(target) not in _LEAVES:
+                self.walk(target, ctx)
+        if type(node.value) not in _LEAVES:
+            self.walk(node.value, ctx)
+
+    def _value(self, node: ast.Expr | ast.Return, ctx: Context) -> None:
+        value = node.value
+        if value is not None and type(value) not in _LEAVES:
+            self.walk(value, ctx)
 
     def _class(self, node: ast.ClassDef, ctx: Context) -> None:
         for child in (*node.bases, *node.keywords, *node.decorator_list):
@@ -319,6 +356,9 @@ class Walker:
 
 
 _SPECIAL: dict[type, Callable[[Walker, Any, Context], None]] = {
+    ast.Assign: Walker._assign,
+    ast.Expr: Walker._value,
+    ast.Return: Walker._value,
     ast.ClassDef: Walker._class,
     ast.FunctionDef: Walker._function,
     ast.AsyncFunctionDef: Walker._function,
