@@ -193,6 +193,10 @@ class Resolver:
         owner = scope.lookup(name) if scope is not None else None
         if owner is not None:
             return self.memoised(("local", name, id(owner)), lambda: self._local(name, owner))
+        return self.memoised(("global", name), lambda: self._global(name))
+
+    def _global(self, name: str) -> Kind:
+        """A name no enclosing function binds: what the module binds it to."""
         symbols = self.symbols
         imported = symbols.alias_choices.get(name, ())
         te_imports = [q for q in imported if q == TE_ROOT or q.startswith(TE_ROOT + ".")]
@@ -291,12 +295,15 @@ class Resolver:
         if isinstance(node, ast.Name):
             return self.resolve_name(node.id, scope)
         if isinstance(node, ast.Attribute):
-            spelled = dotted(node)
-            if spelled is not None:
-                head, _, rest = spelled.partition(".")
-                choices = self.symbols.alias_choices.get(head, ())
-                if len(choices) > 1 and (scope is None or scope.lookup(head) is None):
-                    return join([classify_qualname(f"{q}.{rest}") for q in choices])
+            head = node.value
+            while type(head) is ast.Attribute:
+                head = head.value  # type: ignore[attr-defined]
+            if type(head) is ast.Name and (scope is None or scope.lookup(head.id) is None):
+                # `te.pytorch.Linear` on a module-level name means the same wherever it is
+                # spelled: resolved once per file.
+                spelled = dotted(node)
+                assert spelled is not None
+                return self.memoised(("chain", spelled), lambda: self._chain(node, spelled))
             return self.attribute_of(self.resolve(node.value, scope), node.attr)
         if isinstance(node, ast.Subscript):
             return self.element_of(self.resolve(node.value, scope), node.slice)
@@ -321,6 +328,14 @@ class Resolver:
         if isinstance(node, ast.NamedExpr):
             return self.resolve(node.value, scope)
         return unknown(f"`{type(node).__name__}` expressions are not followed")
+
+    def _chain(self, node: ast.Attribute, spelled: str) -> Kind:
+        """``a.b.c`` where ``a`` is a module-level name (or none at all)."""
+        head, _, rest = spelled.partition(".")
+        choices = self.symbols.alias_choices.get(head, ())
+        if len(choices) > 1:
+            return join([classify_qualname(f"{q}.{rest}") for q in choices])
+        return self.attribute_of(self.resolve(node.value, None), node.attr)
 
     def element_of(self, kind: Kind, index: ast.expr | None = None) -> Kind:
         """An item of ``kind`` (``index``: the subscript, when a constant picks one item)."""

@@ -161,17 +161,33 @@ def stores_flag(stmt: ast.stmt, mapping: str) -> bool:
 # Function scopes
 
 
-@dataclass
 class Binding:
-    """One way a local name gets a value inside a function."""
+    """One way a local name gets a value inside a function (a slotted class: a scope makes
+    one per assignment)."""
 
-    how: str  # "assign" | "unpack" | "for" | "import" | "def" | "class" | "aug" | "other"
-    value: ast.expr | None
-    branches: tuple[Branch, ...]
-    qualname: str = ""
-    definition: ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef | None = None
-    path: tuple[int, ...] | None = ()
-    """For "for" and "unpack": where the name sits in the target (``for i, x in ...``: (1,))."""
+    __slots__ = ("how", "value", "branches", "qualname", "definition", "path")
+
+    def __init__(
+        self,
+        how: str,
+        value: ast.expr | None,
+        branches: tuple[Branch, ...],
+        qualname: str = "",
+        definition: ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef | None = None,
+        path: tuple[int, ...] | None = (),
+    ) -> None:
+        self.how = how
+        """"assign" | "unpack" | "for" | "import" | "def" | "class" | "aug" | "other"."""
+        self.value = value
+        self.branches = branches
+        self.qualname = qualname
+        self.definition = definition
+        self.path = path
+        """For "for" and "unpack": where the name sits in the target (``for i, x in ...``:
+        (1,))."""
+
+    def __repr__(self) -> str:
+        return f"Binding({self.how!r}, {self.value!r}, {self.branches!r})"
 
 
 @dataclass
@@ -228,6 +244,11 @@ class Scope:
         return "class" if "classmethod" in names else "instance"
 
 
+_INERT = frozenset({ast.Return, ast.Pass, ast.Raise, ast.Break, ast.Continue, ast.Delete})
+_INERT |= {ast.Assert, ast.Global, ast.Nonlocal}
+"""Statements that bind no name (but a walrus in their expressions) and hold no block."""
+
+
 class _ScopeCollector:
     """Collect a function's bindings, with the guarding branches each one sits in."""
 
@@ -256,44 +277,51 @@ class _ScopeCollector:
             self.stmt(stmt, branches)
 
     def stmt(self, stmt: ast.stmt, branches: tuple[Branch, ...]) -> None:
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            self.bind(stmt.name, Binding("def", None, branches, definition=stmt))
+        kind = type(stmt)
+        if kind is ast.Assign:  # the most frequent first: a scope is built per function
+            for target in stmt.targets:  # type: ignore[attr-defined]
+                self.assign_target(target, stmt.value, branches)  # type: ignore[attr-defined]
+        elif kind in _INERT:
+            if not self.walrus:
+                return
+        elif kind is ast.Expr:
+            self.update_call(stmt.value, branches)  # type: ignore[attr-defined]
+        elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
+            self.bind(stmt.name, Binding("def", None, branches, definition=stmt))  # type: ignore[attr-defined,arg-type]
             return
-        if isinstance(stmt, ast.ClassDef):
-            self.bind(stmt.name, Binding("class", None, branches, definition=stmt))
+        elif kind is ast.ClassDef:
+            self.bind(stmt.name, Binding("class", None, branches, definition=stmt))  # type: ignore[attr-defined,arg-type]
             return
-        if isinstance(stmt, ast.If):
-            self.expr(stmt.test, branches)
-            self.block(stmt.body, (*branches, (stmt.test, True)))
-            self.block(stmt.orelse, (*branches, (stmt.test, False)))
+        elif kind is ast.If:
+            self.expr(stmt.test, branches)  # type: ignore[attr-defined]
+            self.block(stmt.body, (*branches, (stmt.test, True)))  # type: ignore[attr-defined]
+            self.block(stmt.orelse, (*branches, (stmt.test, False)))  # type: ignore[attr-defined]
             return
-        if isinstance(stmt, ast.Assign):
-            for target in stmt.targets:
-                self.assign_target(target, stmt.value, branches)
-        elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
-            self.assign_target(stmt.target, stmt.value, branches)
-        elif isinstance(stmt, ast.AugAssign):
-            for name in target_names(stmt.target):
-                self.bind(name.id, Binding("aug", stmt.value, branches))
-        elif isinstance(stmt, (ast.For, ast.AsyncFor)):
-            for name, path in target_paths(stmt.target):
-                self.bind(name.id, Binding("for", stmt.iter, branches, path=path))
-        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
-            for item in stmt.items:
+        elif kind is ast.AnnAssign:
+            if stmt.value is not None:  # type: ignore[attr-defined]
+                self.assign_target(stmt.target, stmt.value, branches)  # type: ignore[attr-defined]
+        elif kind is ast.AugAssign:
+            for name in target_names(stmt.target):  # type: ignore[attr-defined]
+                self.bind(name.id, Binding("aug", stmt.value, branches))  # type: ignore[attr-defined]
+        elif kind is ast.For or kind is ast.AsyncFor:
+            for name, path in target_paths(stmt.target):  # type: ignore[attr-defined]
+                self.bind(name.id, Binding("for", stmt.iter, branches, path=path))  # type: ignore[attr-defined]
+        elif kind is ast.With or kind is ast.AsyncWith:
+            for item in stmt.items:  # type: ignore[attr-defined]
                 if item.optional_vars is not None:
                     for name in target_names(item.optional_vars):
                         self.bind(name.id, Binding("other", None, branches))
-        elif isinstance(stmt, ast.Import):
-            for alias in stmt.names:
+        elif kind is ast.Import:
+            for alias in stmt.names:  # type: ignore[attr-defined]
                 local = alias.asname or alias.name.split(".")[0]
                 qual = alias.name if alias.asname else alias.name.split(".")[0]
                 self.bind(local, Binding("import", None, branches, qual))
-        elif isinstance(stmt, ast.ImportFrom):
-            module = "." * stmt.level + (stmt.module or "")
-            for alias in stmt.names:
+        elif kind is ast.ImportFrom:
+            module = "." * stmt.level + (stmt.module or "")  # type: ignore[attr-defined]
+            for alias in stmt.names:  # type: ignore[attr-defined]
                 local = alias.asname or alias.name
                 self.bind(local, Binding("import", None, branches, f"{module}.{alias.name}"))
-        elif isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
+        elif kind is ast.Try or kind.__name__ == "TryStar":
             self.block(stmt.body, branches)  # type: ignore[attr-defined]
             for handler in stmt.handlers:  # type: ignore[attr-defined]
                 if handler.name:
@@ -302,8 +330,6 @@ class _ScopeCollector:
             self.block(stmt.orelse, branches)  # type: ignore[attr-defined]
             self.block(stmt.finalbody, branches)  # type: ignore[attr-defined]
             return
-        elif isinstance(stmt, ast.Expr):
-            self.update_call(stmt.value, branches)
         if self.walrus:
             for child in ast.iter_child_nodes(stmt):
                 if isinstance(child, ast.expr):
