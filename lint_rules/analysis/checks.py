@@ -25,7 +25,7 @@ from lint_rules.analysis.symbols import (
 from lint_rules.analysis.walk import COMPREHENSIONS, Context, Walker, exclusive
 from lint_rules.findings import Fix
 from lint_rules.rules import callee_text, repeat_text
-from lint_rules.te import FLAG, FLAG_POSITION
+from lint_rules.te import FLAG, FLAG_POSITION, FORWARDERS
 
 if TYPE_CHECKING:
     from lint_rules.analysis.core import Analysis
@@ -96,11 +96,22 @@ def flag_index(call: ast.Call, callee: TEModule) -> int | None:
     return index
 
 
+_FORWARDER_NAMES = frozenset(qual.rsplit(".", 1)[-1] for qual in FORWARDERS)
+
+
 def check_call(a: Analysis, call: ast.Call, ctx: Context) -> None:
-    keyword = next((kw for kw in call.keywords if kw.arg == FLAG), None)
-    splats = [kw for kw in call.keywords if kw.arg is None]
-    if keyword is None and not splats and (len(call.args) < 2 or not a.mentions_te):
-        return  # a positional flag needs a TE class, and a TE class needs a TE import
+    keyword = None
+    splats = []
+    for kw in call.keywords:
+        if kw.arg == FLAG:
+            keyword = kw
+        elif kw.arg is None:
+            splats.append(kw)
+    if keyword is None and not splats:
+        if len(call.args) < 2 or not a.mentions_te:
+            return  # a positional flag needs a TE class, and a TE class needs a TE import
+        if not may_be_module(a, call.func):
+            return
     scope = a.scope_of(ctx)
     callee = a.resolver.callee(call, scope)
     if isinstance(callee, TERejects):
@@ -138,6 +149,17 @@ def check_call(a: Analysis, call: ast.Call, ctx: Context) -> None:
         key = dotted(call.func) or ast.dump(call.func)
         entry = CallSite(key, node, ctx.exclusive_path, site)
         a.sites.setdefault(id(ctx.scope[0]), []).append(entry)
+
+
+def may_be_module(a: Analysis, func: ast.expr) -> bool:
+    """Whether ``func`` may resolve to a TE module, told without resolving it: ``x.name(...)``
+    can only when ``name`` is ``forward``, a wrapper's name, or a name an in-file class holds
+    a value under (``te.Linear(...)``, ``torch.cat(...)``, ``h.masked_fill(...)`` cannot).
+    Only for a call that could pass the flag positionally, where no other rule applies."""
+    if type(func) is not ast.Attribute:
+        return True
+    name = func.attr  # type: ignore[attr-defined]
+    return name == "forward" or name in _FORWARDER_NAMES or name in a.symbols.stored_attributes()
 
 
 def tem001_keyword(a: Analysis, site: FlagCall) -> None:

@@ -7,6 +7,7 @@ Nothing here knows about TE; ``resolve`` turns these bindings into meanings.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
@@ -481,6 +482,10 @@ def _collect_self_stores(
 # The module
 
 
+_INDENTED_CLASS = re.compile(r"^[ \t\f]+class\b", re.MULTILINE)
+"""A ``class`` statement that is not at the top of the module starts an indented line."""
+
+
 class ModuleSymbols:
     """Module-level names, and (lazily) the scopes and classes the analysis asks about.
 
@@ -503,6 +508,9 @@ class ModuleSymbols:
         self.assigns: dict[str, list[ast.expr]] = {}
         self._class_info: dict[ast.ClassDef, ClassInfo] = {}
         self._scopes: dict[FunctionNode, Scope] = {}
+        self._tree = tree
+        self._source = source
+        self._stored: frozenset[str] | None = None
         for stmt in tree.body:
             self._collect(stmt)
 
@@ -544,6 +552,41 @@ class ModuleSymbols:
                 elif isinstance(child, ast.ExceptHandler):
                     for sub in child.body:
                         self._collect(sub)
+
+    def all_classes(self) -> list[ast.ClassDef]:
+        """Every class the file defines, at any depth."""
+        body = self._tree.body
+        source = self._source
+        if source is not None and _INDENTED_CLASS.search(source) is None:
+            # No line starts with an indented `class`: every class statement is at the top.
+            return [stmt for stmt in body if isinstance(stmt, ast.ClassDef)]
+        found = []
+        pending: list[ast.stmt] = list(body)
+        while pending:
+            stmt = pending.pop()
+            if isinstance(stmt, ast.ClassDef):
+                found.append(stmt)
+            for name in ("body", "orelse", "finalbody"):
+                pending.extend(getattr(stmt, name, ()))
+            for handler in getattr(stmt, "handlers", ()):
+                pending.extend(handler.body)
+            for case in getattr(stmt, "cases", ()):
+                pending.extend(case.body)
+        return found
+
+    def stored_attributes(self) -> frozenset[str]:
+        """Every name an in-file class holds a value under: what its methods store on
+        ``self`` (or add to), its class attributes, annotations and properties. Only such an
+        attribute of an in-file class can hold a module: any other ``x.name`` is a
+        library's attribute, a method, or not resolved."""
+        if self._stored is None:
+            names: set[str] = set()
+            for node in self.all_classes():
+                info = self.class_info(node)
+                names.update(info.attributes, info.additions, info.class_attributes)
+                names.update(info.annotations, info.properties)
+            self._stored = frozenset(names)
+        return self._stored
 
     def class_info(self, node: ast.ClassDef) -> ClassInfo:
         info = self._class_info.get(node)
