@@ -364,6 +364,8 @@ def _calls_by_key(
 
 def repeat_reason(a: Analysis, call: ast.Call, ctx: Context) -> str | None:
     """Why this call may run more than once per forward (a loop over a fixed module)."""
+    if not ctx.loops:
+        return None
     used = {n.id for n in ast.walk(call.func) if isinstance(n, ast.Name)}
     for loop in reversed(ctx.loops):
         bound, runs_backward = a.loop_facts(loop)

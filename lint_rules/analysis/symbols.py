@@ -67,21 +67,38 @@ def target_paths(
         yield from target_paths(target.value, None)
 
 
-def statements(body: Sequence[ast.stmt]) -> Iterator[ast.stmt]:
-    """Every statement of a body, through compound statements but not into nested scopes.
+def statements(body: Sequence[ast.stmt]) -> list[ast.stmt]:
+    """Every statement of a body, through compound statements but not into nested scopes,
+    in source order.
 
     Assignments are statements, so this finds ``self.x = ...`` without visiting expressions.
     """
-    for stmt in body:
-        yield stmt
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+    found: list[ast.stmt] = []
+    pending = list(reversed(body))
+    while pending:
+        stmt = pending.pop()
+        found.append(stmt)
+        kind = type(stmt)
+        if kind in _SIMPLE or kind in _NESTED_SCOPES:
             continue
+        inner: list[ast.stmt] = []
         for name in ("body", "orelse", "finalbody"):
-            yield from statements(getattr(stmt, name, ()))
+            inner.extend(getattr(stmt, name, ()))
         for handler in getattr(stmt, "handlers", ()):
-            yield from statements(handler.body)
+            inner.extend(handler.body)
         for case in getattr(stmt, "cases", ()):
-            yield from statements(case.body)
+            inner.extend(case.body)
+        pending.extend(reversed(inner))
+    return found
+
+
+_NESTED_SCOPES = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef})
+_SIMPLE = frozenset(
+    {ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr, ast.Return, ast.Pass, ast.Raise}
+    | {ast.Import, ast.ImportFrom, ast.Break, ast.Continue, ast.Delete, ast.Global}
+    | {ast.Nonlocal, ast.Assert}
+)
+"""Statements that hold no block."""
 
 
 def span(node: ast.AST) -> tuple[tuple[int, int], tuple[int, int]]:
