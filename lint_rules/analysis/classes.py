@@ -87,9 +87,7 @@ class Classes:
                 return Kind("te_instance", through, node=node)  # `te.Linear.forward(self, ...)`
             index, accepts = flag_parameter(method)
             takes = keyword_only_takes(method)
-            return Kind(
-                "te_instance", "", node=node, index=index, rejects=not accepts, takes=takes
-            )
+            return Kind("te_instance", "", node=node, index=index, rejects=not accepts, takes=takes)
         return Kind("te_instance", te, node=node)
 
     def passes_through(self, method: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:

@@ -57,14 +57,12 @@ class Analysis:
         self._lines: list[str] | None = None
 
     def run(self) -> list[Finding]:
-        interesting = None
+        marks = None
         enter_compound = True
         if self.source is not None:
-            interesting = interesting_lines(self.lines(), self.mentions_te)
+            marks = interesting_lines(self.lines(), self.mentions_te)
             enter_compound = not self.source.isascii()
-        walker = Walker(
-            self._on_call, interesting, enter_compound, 2 if self.mentions_te else 1 << 30
-        )
+        walker = Walker(self._on_call, marks, enter_compound, 2 if self.mentions_te else 1 << 30)
         walker.walk_body(self.tree.body, MODULE_CONTEXT)
         checks.tem005_called_twice(self)
         self._share_fixes()

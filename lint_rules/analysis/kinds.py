@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Union
 
 if TYPE_CHECKING:
@@ -85,8 +85,17 @@ class Kind:
     """
 
     __slots__ = (
-        "tag", "name", "element", "node", "items", "owner", "scope", "shift", "index",
-        "rejects", "takes",
+        "tag",
+        "name",
+        "element",
+        "node",
+        "items",
+        "owner",
+        "scope",
+        "shift",
+        "index",
+        "rejects",
+        "takes",
     )
 
     def __init__(

@@ -154,23 +154,27 @@ def loop_steps_optimizer(loop: ast.AST) -> bool:
     return False
 
 
-_COMPOUND = (
-    ast.FunctionDef,
-    ast.AsyncFunctionDef,
-    ast.ClassDef,
-    ast.If,
-    ast.For,
-    ast.AsyncFor,
-    ast.While,
-    ast.With,
-    ast.AsyncWith,
-    ast.Try,
-    *(getattr(ast, name) for name in ("TryStar", "Match") if hasattr(ast, name)),
+_COMPOUND = frozenset(
+    {
+        ast.FunctionDef,
+        ast.AsyncFunctionDef,
+        ast.ClassDef,
+        ast.If,
+        ast.For,
+        ast.AsyncFor,
+        ast.While,
+        ast.With,
+        ast.AsyncWith,
+        ast.Try,
+        *(getattr(ast, name) for name in ("TryStar", "Match") if hasattr(ast, name)),
+    }
 )
 
 
-def interesting_lines(lines: Sequence[str], te_file: bool) -> Callable[[int, int], bool]:
-    """Which statements can hold a call a rule looks at, from their text alone.
+def interesting_lines(lines: Sequence[str], te_file: bool) -> list[int]:
+    """Which statements can hold a call a rule looks at, from their text alone: for each line,
+    how many lines up to it can (a statement from line ``a`` to ``b`` can when
+    ``marks[b] > marks[a - 1]``).
 
     A call passing the flag by keyword spells it, a splat spells ``**``, and a call with two
     positional arguments (a positional flag, only looked for in files that import TE) has a
@@ -180,18 +184,13 @@ def interesting_lines(lines: Sequence[str], te_file: bool) -> Callable[[int, int
         hits = [FLAG in line or "**" in line or "," in line for line in lines]
     else:
         hits = [FLAG in line or "**" in line for line in lines]
-    marks = list(accumulate(hits, initial=0))
-
-    def interesting(first: int, last: int) -> bool:
-        return marks[min(last, len(marks) - 1)] > marks[first - 1]
-
-    return interesting
+    return list(accumulate(hits, initial=0))
 
 
 class Walker:
     """Visit every call of a module once, in order, with its ``Context``.
 
-    ``interesting(first_line, last_line)``, when given, says which statements can hold a call
+    ``marks`` (``interesting_lines``), when given, says which statements can hold a call
     worth checking; the others are skipped. With ``enter_compound`` compound statements are
     always entered (their headers walked), as for a file with non-ASCII text, where an
     identifier spelled with other characters may normalise to the flag.
@@ -200,31 +199,35 @@ class Walker:
     def __init__(
         self,
         on_call: Callable[[ast.Call, Context], None],
-        interesting: Callable[[int, int], bool] | None = None,
+        marks: list[int] | None = None,
         enter_compound: bool = False,
         positional: int | None = None,
     ) -> None:
         self.on_call = on_call
-        self.interesting = interesting
+        self.marks = marks
         self.enter_compound = enter_compound
         self.positional = positional
         """None: hand every call to ``on_call``; else only calls with keywords (the flag, a
         splat) or with at least this many positional arguments (a positional flag)."""
 
     def walk_body(self, body: Sequence[ast.AST], ctx: Context) -> None:
-        interesting = self.interesting
+        marks = self.marks
         enter_compound = self.enter_compound
         for node in body:
-            if type(node) in _LEAVES:  # import, pass, global...: no call
+            kind = type(node)
+            if kind in _LEAVES:  # import, pass, global...: no call
                 continue
-            if interesting is None or (enter_compound and isinstance(node, _COMPOUND)):
+            if marks is None or (enter_compound and kind in _COMPOUND):
                 self.walk(node, ctx)
             else:
                 decorators = getattr(node, "decorator_list", None)
                 first = decorators[0].lineno if decorators else node.lineno  # type: ignore[attr-defined]
-                if interesting(first, node.end_lineno or node.lineno):  # type: ignore[attr-defined]
+                last = node.end_lineno or node.lineno  # type: ignore[attr-defined]
+                if last >= len(marks):
+                    last = len(marks) - 1
+                if marks[last] > marks[first - 1]:
                     self.walk(node, ctx)
-            if type(node) is ast.If:
+            if kind is ast.If:
                 ctx = _after_if(node, ctx)  # type: ignore[arg-type]
 
     def walk(self, node: ast.AST, ctx: Context) -> None:
