@@ -17,7 +17,7 @@ from lint_rules.analysis.classes import Classes
 from lint_rules.analysis.kinds import Kind
 from lint_rules.analysis.resolve import Callee, TEModule
 from lint_rules.analysis.symbols import ModuleSymbols, Scope, span
-from lint_rules.findings import Edit, Fix, Position, split_lines
+from lint_rules.findings import Edit, Fix, Position, ast_lines
 from lint_rules.settings import Settings
 from lint_rules.te import FLAG
 
@@ -197,7 +197,7 @@ class FixBuilder:
         if self.source is None:
             return None
         if self.source_lines is None:
-            self.source_lines = split_lines(self.source)
+            self.source_lines = ast_lines(self.source)
         head = self.source_lines[node.lineno - 1].encode("utf-8")
         tail = self.source_lines[node.end_lineno - 1].encode("utf-8")  # type: ignore[operator]
         start, depth = node.col_offset, 0

@@ -7,7 +7,6 @@ Nothing here knows about TE; ``resolve`` turns these bindings into meanings.
 from __future__ import annotations
 
 import ast
-import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
@@ -499,8 +498,18 @@ def _collect_self_stores(
 # The module
 
 
-_INDENTED_CLASS = re.compile(r"^[ \t\f]+class\b", re.MULTILINE)
-"""A ``class`` statement that is not at the top of the module starts an indented line."""
+def _may_nest_class(source: str) -> bool:
+    """Whether a ``class`` statement may stand below the top of the module: some line starts
+    with an indented ``class`` (a ``class`` statement always starts its line)."""
+    if "\r" in source:
+        return True  # lines that end in a carriage return alone: not searched here
+    at = source.find("class")
+    while at >= 0:
+        start = source.rfind("\n", 0, at) + 1
+        if at > start and not source[start:at].strip(" \t\f"):
+            return True
+        at = source.find("class", at + 5)
+    return False
 
 
 class ModuleSymbols:
@@ -574,7 +583,7 @@ class ModuleSymbols:
         """Every class the file defines, at any depth."""
         body = self._tree.body
         source = self._source
-        if source is not None and _INDENTED_CLASS.search(source) is None:
+        if source is not None and not _may_nest_class(source):
             # No line starts with an indented `class`: every class statement is at the top.
             return [stmt for stmt in body if isinstance(stmt, ast.ClassDef)]
         found = []
