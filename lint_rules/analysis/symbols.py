@@ -463,6 +463,53 @@ def _class_info(node: ast.ClassDef) -> ClassInfo:
     return info
 
 
+def _stored_names(node: ast.ClassDef, names: set[str]) -> None:
+    """Add the keys ``_class_info(node)`` would have in its attributes, additions, class
+    attributes, annotations and properties: the same statements, read for names only."""
+    for stmt in node.body:
+        kind = type(stmt)
+        if kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
+            if _decorator_names(stmt) & _PROPERTY_DECORATORS:  # type: ignore[arg-type]
+                names.add(stmt.name)  # type: ignore[attr-defined]
+            args = stmt.args.posonlyargs + stmt.args.args  # type: ignore[attr-defined]
+            if args:
+                _self_store_names(stmt.body, args[0].arg, names)  # type: ignore[attr-defined]
+        elif kind is ast.Assign:
+            names.update(t.id for t in stmt.targets if type(t) is ast.Name)  # type: ignore[attr-defined]
+        elif kind is ast.AnnAssign and type(stmt.target) is ast.Name:  # type: ignore[attr-defined]
+            names.add(stmt.target.id)  # type: ignore[attr-defined]
+
+
+def _self_store_names(body: list[ast.stmt], self_name: str, names: set[str]) -> None:
+    """The names ``_collect_self_stores`` files under (for ``self_name``), in ``body``."""
+    for sub in statements(body):
+        kind = type(sub)
+        if kind is ast.Assign or kind is ast.AnnAssign:
+            if sub.value is None:  # type: ignore[attr-defined]
+                continue
+            targets = sub.targets if kind is ast.Assign else [sub.target]  # type: ignore[attr-defined]
+            for target in targets:
+                if type(target) is ast.Subscript:
+                    target = target.value
+                if (
+                    type(target) is ast.Attribute
+                    and type(target.value) is ast.Name  # type: ignore[attr-defined]
+                    and target.value.id == self_name  # type: ignore[attr-defined]
+                ):
+                    names.add(target.attr)  # type: ignore[attr-defined]
+        elif kind is ast.Expr:
+            call = sub.value  # type: ignore[attr-defined]
+            if (
+                type(call) is ast.Call
+                and type(call.func) is ast.Attribute
+                and call.func.attr in _ADDERS
+                and call.args
+            ):
+                attr = _self_attr(call.func.value, self_name)
+                if attr is not None:
+                    names.add(attr)
+
+
 def _collect_self_stores(
     info: ClassInfo, method: ast.FunctionDef | ast.AsyncFunctionDef, self_name: str
 ) -> None:
@@ -608,9 +655,12 @@ class ModuleSymbols:
         if self._stored is None:
             names: set[str] = set()
             for node in self.all_classes():
-                info = self.class_info(node)
-                names.update(info.attributes, info.additions, info.class_attributes)
-                names.update(info.annotations, info.properties)
+                info = self._class_info.get(node)
+                if info is not None:
+                    names.update(info.attributes, info.additions, info.class_attributes)
+                    names.update(info.annotations, info.properties)
+                else:
+                    _stored_names(node, names)
             self._stored = frozenset(names)
         return self._stored
 
