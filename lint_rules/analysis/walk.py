@@ -264,12 +264,18 @@ class Walker:
             func = func.value  # type: ignore[attr-defined]
         if type(func) not in _LEAVES:
             self.walk(func, ctx)
+        # (`a.b.c` arguments are stripped here: only the innermost value may hold a call)
         for arg in node.args:
+            while type(arg) is ast.Attribute:
+                arg = arg.value  # type: ignore[attr-defined]
             if type(arg) not in _LEAVES:
                 self.walk(arg, ctx)
         for keyword in node.keywords:
-            if type(keyword.value) not in _LEAVES:
-                self.walk(keyword.value, ctx)
+            value = keyword.value
+            while type(value) is ast.Attribute:
+                value = value.value  # type: ignore[attr-defined]
+            if type(value) not in _LEAVES:
+                self.walk(value, ctx)
 
     def _assign(self, node: ast.Assign, ctx: Context) -> None:
         for target in node.targets:
@@ -277,13 +283,24 @@ class Walker:
                 target = target.value  # type: ignore[assignment]
             if type(target) not in _LEAVES:
                 self.walk(target, ctx)
-        if type(node.value) not in _LEAVES:
-            self.walk(node.value, ctx)
+        value = node.value
+        while type(value) is ast.Attribute:
+            value = value.value  # type: ignore[attr-defined]
+        if type(value) not in _LEAVES:
+            self.walk(value, ctx)
 
     def _value(self, node: ast.Expr | ast.Return, ctx: Context) -> None:
         value = node.value
+        while type(value) is ast.Attribute:
+            value = value.value  # type: ignore[union-attr]
         if value is not None and type(value) not in _LEAVES:
             self.walk(value, ctx)
+
+    def _binop(self, node: ast.BinOp, ctx: Context) -> None:
+        if type(node.left) not in _LEAVES:
+            self.walk(node.left, ctx)
+        if type(node.right) not in _LEAVES:
+            self.walk(node.right, ctx)
 
     def _class(self, node: ast.ClassDef, ctx: Context) -> None:
         for child in (*node.bases, *node.keywords, *node.decorator_list):
@@ -292,7 +309,8 @@ class Walker:
 
     def _function(self, node: FunctionNode, ctx: Context) -> None:
         for default in (*node.args.defaults, *[d for d in node.args.kw_defaults if d]):
-            self.walk(default, ctx)
+            if type(default) not in _LEAVES:
+                self.walk(default, ctx)
         if not isinstance(node, ast.Lambda):
             for deco in node.decorator_list:
                 self.walk(deco, ctx)
@@ -362,6 +380,7 @@ _SPECIAL: dict[type, Callable[[Walker, Any, Context], None]] = {
     ast.Assign: Walker._assign,
     ast.Expr: Walker._value,
     ast.Return: Walker._value,
+    ast.BinOp: Walker._binop,
     ast.ClassDef: Walker._class,
     ast.FunctionDef: Walker._function,
     ast.AsyncFunctionDef: Walker._function,
