@@ -45,7 +45,7 @@ class Analysis:
         guards = tuple(dict.fromkeys((*settings.guard_functions, settings.guard_import)))
         self.tracker = Tracker(self.symbols, guards, settings.tracked_functions)
         self.fixes: FixBuilder | NoFixes = (
-            FixBuilder(self.symbols, settings, source, self.resolver.classes, tree)
+            FixBuilder(self.symbols, settings, source, self.resolver.classes, tree, self.lines)
             if fixes
             else NoFixes()
         )

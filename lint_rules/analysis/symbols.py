@@ -594,31 +594,33 @@ class ModuleSymbols:
             choices.append(qualname)
 
     def _collect(self, stmt: ast.stmt) -> None:
-        if isinstance(stmt, ast.Import):
-            for alias in stmt.names:
+        kind = type(stmt)
+        if kind is ast.Import:
+            for alias in stmt.names:  # type: ignore[attr-defined]
                 if alias.asname:
                     self._alias(alias.asname, alias.name)
                 else:
                     root = alias.name.split(".")[0]
                     self._alias(root, root)
-        elif isinstance(stmt, ast.ImportFrom):
-            module = "." * stmt.level + (stmt.module or "")
-            for alias in stmt.names:
+        elif kind is ast.ImportFrom:
+            module = "." * stmt.level + (stmt.module or "")  # type: ignore[attr-defined]
+            for alias in stmt.names:  # type: ignore[attr-defined]
                 if alias.name != "*":
                     self._alias(alias.asname or alias.name, f"{module}.{alias.name}")
                 elif module not in self.star_modules:
                     self.star_modules.append(module)
-        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            self.functions[stmt.name] = stmt
-        elif isinstance(stmt, ast.ClassDef):
-            self.classes[stmt.name] = stmt
-        elif isinstance(stmt, ast.Assign):
-            for target in stmt.targets:
-                if isinstance(target, ast.Name):
-                    self.assigns.setdefault(target.id, []).append(stmt.value)
-        elif isinstance(stmt, ast.AnnAssign) and stmt.value and isinstance(stmt.target, ast.Name):
-            self.assigns.setdefault(stmt.target.id, []).append(stmt.value)
-        elif isinstance(stmt, (ast.If, ast.Try, ast.With)) or type(stmt).__name__ == "TryStar":
+        elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
+            self.functions[stmt.name] = stmt  # type: ignore[attr-defined]
+        elif kind is ast.ClassDef:
+            self.classes[stmt.name] = stmt  # type: ignore[attr-defined]
+        elif kind is ast.Assign:
+            for target in stmt.targets:  # type: ignore[attr-defined]
+                if type(target) is ast.Name:
+                    self.assigns.setdefault(target.id, []).append(stmt.value)  # type: ignore[attr-defined]
+        elif kind is ast.AnnAssign:
+            if stmt.value and type(stmt.target) is ast.Name:  # type: ignore[attr-defined]
+                self.assigns.setdefault(stmt.target.id, []).append(stmt.value)  # type: ignore[attr-defined]
+        elif kind is ast.If or kind is ast.Try or kind is ast.With or kind.__name__ == "TryStar":
             for child in ast.iter_child_nodes(stmt):
                 if isinstance(child, ast.stmt):
                     self._collect(child)

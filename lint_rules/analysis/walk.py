@@ -181,7 +181,7 @@ def interesting_lines(lines: Sequence[str], te_file: bool) -> list[int]:
     comma: a simple statement whose lines have none of these is not walked at all.
     """
     if te_file:
-        hits = [FLAG in line or "**" in line or "," in line for line in lines]
+        hits = ["," in line or FLAG in line or "**" in line for line in lines]
     else:
         hits = [FLAG in line or "**" in line for line in lines]
     return list(accumulate(hits, initial=0))
