@@ -106,9 +106,9 @@ class Resolver:
         ``x = f(x)``, an attribute built from itself) is ``PENDING``, which ``join`` ignores;
         a result is kept only when every cycle it met closes at this key or below it, so a
         value computed while an outer one was pending is computed again later."""
-        memo = self._memo
-        if key in memo:
-            return memo[key]
+        known = self._memo.get(key)
+        if known is not None:
+            return known
         depth = self._depth.get(key)
         if depth is not None:
             self._low = min(self._low, depth)
@@ -121,7 +121,7 @@ class Resolver:
         finally:
             del self._depth[key]
         if self._low >= depth:
-            memo[key] = UNKNOWN if result.tag == "pending" else result
+            self._memo[key] = UNKNOWN if result.tag == "pending" else result
             self._low = outer_low
         else:
             self._low = min(outer_low, self._low)
@@ -191,9 +191,13 @@ class Resolver:
 
     def resolve_name(self, name: str, scope: Scope | None) -> Kind:
         owner = scope.lookup(name) if scope is not None else None
+        key = ("local", name, id(owner)) if owner is not None else ("global", name)
+        known = self._memo.get(key)  # the common case: asked before (no closure made)
+        if known is not None:
+            return known
         if owner is not None:
-            return self.memoised(("local", name, id(owner)), lambda: self._local(name, owner))
-        return self.memoised(("global", name), lambda: self._global(name))
+            return self.memoised(key, lambda: self._local(name, owner))
+        return self.memoised(key, lambda: self._global(name))
 
     def _global(self, name: str) -> Kind:
         """A name no enclosing function binds: what the module binds it to."""
@@ -303,7 +307,11 @@ class Resolver:
                 # spelled: resolved once per file.
                 spelled = dotted(node)
                 assert spelled is not None
-                return self.memoised(("chain", spelled), lambda: self._chain(node, spelled))
+                key = ("chain", spelled)
+                known = self._memo.get(key)
+                if known is not None:
+                    return known
+                return self.memoised(key, lambda: self._chain(node, spelled))
             return self.attribute_of(self.resolve(node.value, scope), node.attr)
         if isinstance(node, ast.Subscript):
             return self.element_of(self.resolve(node.value, scope), node.slice)
