@@ -34,6 +34,7 @@ class Analysis:
         self.tree = tree
         self.source = source
         self.settings = settings
+        self._lines: list[str] | None = None
         # A positional flag is looked for only where a TE module of known class can be
         # resolved (the prefilter's test); a file with other than ASCII text may spell a
         # name with characters that normalise to it, so there any mention of TE counts.
@@ -45,7 +46,7 @@ class Analysis:
         guards = tuple(dict.fromkeys((*settings.guard_functions, settings.guard_import)))
         self.tracker = Tracker(self.symbols, guards, settings.tracked_functions)
         self.fixes: FixBuilder | NoFixes = (
-            FixBuilder(self.symbols, settings, source, self.resolver.classes, tree, self.lines)
+            FixBuilder(self.symbols, settings, source, self.resolver.classes, tree, self.lines())
             if fixes
             else NoFixes()
         )
@@ -54,7 +55,6 @@ class Analysis:
         self.reported_shared: set[int] = set()
         self.sites: dict[int, list[checks.CallSite]] = {}
         self._loops: dict[int, tuple[set[str], bool]] = {}
-        self._lines: list[str] | None = None
 
     def run(self) -> list[Finding]:
         marks = None

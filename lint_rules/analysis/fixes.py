@@ -11,7 +11,6 @@ docs/fixes.md.
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable
 from dataclasses import replace
 
 from lint_rules.analysis.classes import Classes
@@ -104,14 +103,13 @@ class FixBuilder:
         source: str | None,
         classes: Classes | None = None,
         tree: ast.Module | None = None,
-        lines: Callable[[], list[str]] | None = None,
+        lines: list[str] | None = None,
     ) -> None:
         self.symbols = symbols
         self.settings = settings
         self.source = source
-        self._lines = lines
-        """The source's lines as ``ast`` numbers them, when the caller has them (split once)."""
-        self.source_lines: list[str] | None = None
+        self.source_lines = lines
+        """The source's lines as ``ast`` numbers them (split once, by the caller if it has)."""
         self.classes = classes
         self.tree = tree
         self._stored: list[tuple[str, ast.ClassDef | None]] | None = None
@@ -201,7 +199,7 @@ class FixBuilder:
         if self.source is None:
             return None
         if self.source_lines is None:
-            self.source_lines = self._lines() if self._lines else ast_lines(self.source)
+            self.source_lines = ast_lines(self.source)
         head = self.source_lines[node.lineno - 1].encode("utf-8")
         tail = self.source_lines[node.end_lineno - 1].encode("utf-8")  # type: ignore[operator]
         start, depth = node.col_offset, 0
