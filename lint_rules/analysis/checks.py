@@ -67,7 +67,7 @@ class CallSite:
 
 
 def describe(func: ast.expr) -> str:
-    text = ast.unparse(func)
+    text = dotted(func) or ast.unparse(func)  # a dotted name unparses to itself
     return text if len(text) <= 60 else text[:57] + "..."
 
 

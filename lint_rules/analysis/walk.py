@@ -187,6 +187,16 @@ def interesting_lines(lines: Sequence[str], te_file: bool) -> list[int]:
     return list(accumulate(hits, initial=0))
 
 
+def _plain_targets(node: ast.Assign) -> bool:
+    """Targets that hold no call: names and attribute chains on names."""
+    for target in node.targets:
+        while type(target) is ast.Attribute:
+            target = target.value  # type: ignore[assignment]
+        if type(target) is not ast.Name:
+            return False
+    return True
+
+
 class Walker:
     """Visit every call of a module once, in order, with its ``Context``.
 
@@ -217,17 +227,23 @@ class Walker:
             kind = type(node)
             if kind in _LEAVES:  # import, pass, global...: no call
                 continue
-            if marks is None or (enter_compound and kind in _COMPOUND):
-                self.walk(node, ctx)
-            else:
+            walk = marks is None or (enter_compound and kind in _COMPOUND)
+            if not walk:  # unless something in its lines can be looked at
                 decorators = getattr(node, "decorator_list", None)
                 first = decorators[0].lineno if decorators else node.lineno  # type: ignore[attr-defined]
                 last = node.end_lineno or node.lineno  # type: ignore[attr-defined]
-                if last >= len(marks):
-                    last = len(marks) - 1
-                if marks[last] > marks[first - 1]:
+                if last >= len(marks):  # type: ignore[arg-type]
+                    last = len(marks) - 1  # type: ignore[arg-type]
+                walk = marks[last] > marks[first - 1]  # type: ignore[index]
+            if walk:
+                value = getattr(node, "value", None)  # `x = f(...)`, `f(...)`: the most frequent
+                if type(value) is ast.Call and (
+                    kind is ast.Expr or (kind is ast.Assign and _plain_targets(node))  # type: ignore[arg-type]
+                ):
+                    self._call(value, ctx)
+                else:
                     self.walk(node, ctx)
-            if kind is ast.If:
+            if kind is ast.If:  # even when not walked: what follows depends on it
                 ctx = _after_if(node, ctx)  # type: ignore[arg-type]
 
     def walk(self, node: ast.AST, ctx: Context) -> None:
