@@ -46,7 +46,7 @@ class Analysis:
         guards = tuple(dict.fromkeys((*settings.guard_functions, settings.guard_import)))
         self.tracker = Tracker(self.symbols, guards, settings.tracked_functions)
         self.fixes: FixBuilder | NoFixes = (
-            FixBuilder(self.symbols, settings, source, self.resolver.classes, tree, self.lines())
+            FixBuilder(self.symbols, settings, source, self.resolver.classes, tree)
             if fixes
             else NoFixes()
         )
@@ -60,7 +60,7 @@ class Analysis:
         marks = None
         enter_compound = True
         if self.source is not None:
-            marks = interesting_lines(self.lines(), self.mentions_te)
+            marks = interesting_lines(self.source, self.lines, self.mentions_te)
             enter_compound = not self.source.isascii()
         walker = Walker(self._on_call, marks, enter_compound, 2 if self.mentions_te else 1 << 30)
         walker.walk_body(self.tree.body, MODULE_CONTEXT)

@@ -7,8 +7,8 @@ it, the loops around it, and which arm of an ``if``/``try`` it sits in (for TEM0
 from __future__ import annotations
 
 import ast
+from bisect import bisect_left
 from collections.abc import Callable, Iterator, Sequence
-from itertools import accumulate
 from typing import Any
 
 from lint_rules.analysis.symbols import Branch, FunctionNode, target_names
@@ -171,20 +171,35 @@ _COMPOUND = frozenset(
 )
 
 
-def interesting_lines(lines: Sequence[str], te_file: bool) -> list[int]:
-    """Which statements can hold a call a rule looks at, from their text alone: for each line,
-    how many lines up to it can (a statement from line ``a`` to ``b`` can when
-    ``marks[b] > marks[a - 1]``).
+def interesting_lines(text: str, lines: Callable[[], list[str]], te_file: bool) -> list[int]:
+    """The lines (as ``ast`` numbers them, ascending) whose statements can hold a call a rule
+    looks at, from the text alone; ``lines()`` splits the text when that is needed.
 
     A call passing the flag by keyword spells it, a splat spells ``**``, and a call with two
     positional arguments (a positional flag, only looked for in files that import TE) has a
-    comma: a simple statement whose lines have none of these is not walked at all.
+    comma: a simple statement whose lines have none of these is not walked at all. Where only
+    the rare spellings count, they are searched in the whole text, not line by line.
     """
-    if te_file:
-        hits = ["," in line or FLAG in line or "**" in line for line in lines]
-    else:
-        hits = [FLAG in line or "**" in line for line in lines]
-    return list(accumulate(hits, initial=0))
+    if te_file or "\r" in text:
+        if te_file:
+            hits = ["," in line or FLAG in line or "**" in line for line in lines()]
+        else:
+            hits = [FLAG in line or "**" in line for line in lines()]
+        return [number for number, hit in enumerate(hits, start=1) if hit]
+    found = set()
+    for needle in (FLAG, "**"):
+        at = text.find(needle)
+        while at >= 0:
+            found.add(at)
+            at = text.find(needle, at + 1)
+    numbers: list[int] = []
+    line, counted = 1, 0
+    for at in sorted(found):
+        line += text.count("\n", counted, at)
+        counted = at
+        if not numbers or numbers[-1] != line:
+            numbers.append(line)
+    return numbers
 
 
 def _plain_targets(node: ast.Assign) -> bool:
@@ -200,7 +215,7 @@ def _plain_targets(node: ast.Assign) -> bool:
 class Walker:
     """Visit every call of a module once, in order, with its ``Context``.
 
-    ``marks`` (``interesting_lines``), when given, says which statements can hold a call
+    ``marks`` (``interesting_lines``), when given, says which lines can hold a call
     worth checking; the others are skipped. With ``enter_compound`` compound statements are
     always entered (their headers walked), as for a file with non-ASCII text, where an
     identifier spelled with other characters may normalise to the flag.
@@ -228,13 +243,11 @@ class Walker:
             if kind in _LEAVES:  # import, pass, global...: no call
                 continue
             walk = marks is None or (enter_compound and kind in _COMPOUND)
-            if not walk:  # unless something in its lines can be looked at
+            if not walk:  # unless one of its lines can hold a call worth checking
                 decorators = getattr(node, "decorator_list", None)
                 first = decorators[0].lineno if decorators else node.lineno  # type: ignore[attr-defined]
-                last = node.end_lineno or node.lineno  # type: ignore[attr-defined]
-                if last >= len(marks):  # type: ignore[arg-type]
-                    last = len(marks) - 1  # type: ignore[arg-type]
-                walk = marks[last] > marks[first - 1]  # type: ignore[index]
+                at = bisect_left(marks, first)  # type: ignore[arg-type]
+                walk = at < len(marks) and marks[at] <= (node.end_lineno or node.lineno)  # type: ignore[arg-type,index,attr-defined]
             if walk:
                 value = getattr(node, "value", None)  # `x = f(...)`, `f(...)`: the most frequent
                 if type(value) is ast.Call and (
