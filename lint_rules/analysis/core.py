@@ -41,20 +41,25 @@ class Analysis:
         self.mentions_te = source is None or (
             TE_ROOT in source and (not source.isascii() or te_file(source))
         )
-        self.symbols = ModuleSymbols(tree, source)
-        self.resolver = Resolver(self.symbols)
-        guards = tuple(dict.fromkeys((*settings.guard_functions, settings.guard_import)))
-        self.tracker = Tracker(self.symbols, guards, settings.tracked_functions)
-        self.fixes: FixBuilder | NoFixes = (
-            FixBuilder(self.symbols, settings, source, self.resolver.classes, tree)
-            if fixes
-            else NoFixes()
-        )
+        self._fixes = fixes
         self.findings: list[Finding] = []
         self.reported_keys: set[int] = set()
         self.reported_shared: set[int] = set()
         self.sites: dict[int, list[checks.CallSite]] = {}
         self._loops: dict[int, tuple[set[str], bool]] = {}
+
+    def _prepare(self) -> None:
+        """What the rules ask: the file's symbols, resolution, tracking and fix building."""
+        self.symbols = ModuleSymbols(self.tree, self.source)
+        self.resolver = Resolver(self.symbols)
+        settings = self.settings
+        guards = tuple(dict.fromkeys((*settings.guard_functions, settings.guard_import)))
+        self.tracker = Tracker(self.symbols, guards, settings.tracked_functions)
+        self.fixes: FixBuilder | NoFixes = (
+            FixBuilder(self.symbols, settings, self.source, self.resolver.classes, self.tree)
+            if self._fixes
+            else NoFixes()
+        )
 
     def run(self) -> list[Finding]:
         marks = None
@@ -62,6 +67,9 @@ class Analysis:
         if self.source is not None:
             marks = interesting_lines(self.source, self.lines, self.mentions_te)
             enter_compound = not self.source.isascii()
+            if not marks and not enter_compound:
+                return self.findings  # no line can hold a call a rule looks at
+        self._prepare()
         walker = Walker(self._on_call, marks, enter_compound, 2 if self.mentions_te else 1 << 30)
         walker.walk_body(self.tree.body, MODULE_CONTEXT)
         checks.tem005_called_twice(self)
@@ -73,7 +81,9 @@ class Analysis:
         """Break the resolver's one reference cycle (it and its ``Classes`` know each other),
         so that the tree and everything resolved from it are freed as soon as the findings
         are returned, not when the cyclic collector next runs."""
-        self.resolver.classes = None  # type: ignore[assignment]
+        resolver = getattr(self, "resolver", None)  # not made when nothing was looked at
+        if resolver is not None:
+            resolver.classes = None
 
     def lines(self) -> list[str]:
         """The source's lines as ``ast`` numbers them (from 1), split once."""
