@@ -56,7 +56,9 @@ class Analysis:
         guards = tuple(dict.fromkeys((*settings.guard_functions, settings.guard_import)))
         self.tracker = Tracker(self.symbols, guards, settings.tracked_functions)
         self.fixes: FixBuilder | NoFixes = (
-            FixBuilder(self.symbols, settings, self.source, self.resolver.classes, self.tree)
+            FixBuilder(
+                self.symbols, settings, self.source, self.resolver.classes, self.tree, self._lines
+            )
             if self._fixes
             else NoFixes()
         )

@@ -103,11 +103,13 @@ class FixBuilder:
         source: str | None,
         classes: Classes | None = None,
         tree: ast.Module | None = None,
+        lines: list[str] | None = None,
     ) -> None:
         self.symbols = symbols
         self.settings = settings
         self.source = source
-        self.source_lines: list[str] | None = None
+        self.source_lines = lines
+        """The source's lines as ``ast`` numbers them, when the caller has split them."""
         self.classes = classes
         self.tree = tree
         self._stored: list[tuple[str, ast.ClassDef | None]] | None = None

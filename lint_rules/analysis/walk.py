@@ -202,6 +202,9 @@ def interesting_lines(text: str, lines: Callable[[], list[str]], te_file: bool) 
     return numbers
 
 
+_DECORATED = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef})
+
+
 def _plain_targets(node: ast.Assign) -> bool:
     """Targets that hold no call: names and attribute chains on names."""
     for target in node.targets:
@@ -244,8 +247,9 @@ class Walker:
                 continue
             walk = marks is None or (enter_compound and kind in _COMPOUND)
             if not walk:  # unless one of its lines can hold a call worth checking
-                decorators = getattr(node, "decorator_list", None)
-                first = decorators[0].lineno if decorators else node.lineno  # type: ignore[attr-defined]
+                first = node.lineno  # type: ignore[attr-defined]
+                if kind in _DECORATED and node.decorator_list:  # type: ignore[attr-defined]
+                    first = node.decorator_list[0].lineno  # type: ignore[attr-defined]
                 at = bisect_left(marks, first)  # type: ignore[arg-type]
                 walk = at < len(marks) and marks[at] <= (node.end_lineno or node.lineno)  # type: ignore[arg-type,index,attr-defined]
             if walk:
