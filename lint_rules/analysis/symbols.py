@@ -351,6 +351,8 @@ class _ScopeCollector:
             for child in ast.iter_child_nodes(stmt):
                 if isinstance(child, ast.expr):
                     self.expr(child, branches)
+        if kind in _SIMPLE:
+            return
         for field_name in ("body", "orelse"):  # for, while, with: the same branches
             for child in getattr(stmt, field_name, ()):
                 self.stmt(child, branches)
