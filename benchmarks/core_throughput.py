@@ -2,6 +2,7 @@
 
     python benchmarks/core_throughput.py                         # worst case: 2,000 files
     python benchmarks/core_throughput.py --tree megatron-core    # a real corpus
+    python benchmarks/core_throughput.py --tree megatron-core+flag   # it, every file parsed
     python benchmarks/core_throughput.py --against /path/to/old/checkout --repeats 3
     python benchmarks/core_throughput.py --floor   # + ast.parse alone, the C parser alone
 
@@ -75,7 +76,11 @@ def main() -> int:
     from benchmarks.profile_check import tree_files
 
     p = argparse.ArgumentParser(description=__doc__)
-    p.add_argument("--tree", default="worst", help="worst, realistic or a corpus name")
+    p.add_argument(
+        "--tree",
+        default="worst",
+        help="worst, realistic, a corpus name, or NAME+flag (every file of it parsed)",
+    )
     p.add_argument("--files", type=int, default=2000)
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--against", type=Path, help="another checkout to compare with")

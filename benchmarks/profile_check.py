@@ -24,6 +24,7 @@ import io
 import os
 import pstats
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -37,10 +38,46 @@ if str(REPO_ROOT) not in sys.path:
 from benchmarks import synth  # noqa: E402
 from benchmarks.corpora import CORPORA, cache_root, fetch_corpus  # noqa: E402
 
+FLAGGED = "+flag"
+"""``megatron-core+flag``: a copy of a corpus where every file mentions the flag (in a last
+comment line), so that every file passes the byte prefilter and is parsed."""
+
+
+def flagged_copy(source: Path, target: Path) -> Path:
+    """Copy the corpus ``source`` to ``target`` (once) with ``# is_first_microbatch`` appended
+    to every ``.py`` file."""
+    marker = target / ".te-lint-flagged"
+    if marker.is_file():
+        return target
+    staging = target.with_name(target.name + f".tmp{os.getpid()}")
+    for path in source.rglob("*"):
+        copy = staging / path.relative_to(source)
+        if path.is_dir():
+            copy.mkdir(parents=True, exist_ok=True)
+        elif path.is_file():
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            data = path.read_bytes()
+            if path.suffix == ".py":
+                data += b"\n# is_first_microbatch\n"
+            copy.write_bytes(data)
+    (staging / marker.name).write_text("complete\n")
+    if target.exists():  # another run made it meanwhile
+        shutil.rmtree(staging)
+    else:
+        staging.rename(target)
+    return target
+
 
 def tree_files(name: str, n_files: int) -> tuple[Path, list[str], list[str]]:
     """(root, files relative to root, the CLI's path arguments covering exactly those files)."""
     cache = cache_root()
+    if name.endswith(FLAGGED) and name[: -len(FLAGGED)] in CORPORA:
+        spec = CORPORA[name[: -len(FLAGGED)]]
+        root = flagged_copy(fetch_corpus(spec, cache), cache / "flagged" / spec.key)
+        files = sorted(str(p.relative_to(root)) for p in (root / spec.package_dir).rglob("*.py"))
+        if n_files and n_files < len(files):
+            return root, files[:n_files], files[:n_files]
+        return root, files, [spec.package_dir]
     if name in CORPORA:
         spec = CORPORA[name]
         root = fetch_corpus(spec, cache)
@@ -98,14 +135,18 @@ def phases(root: Path, files: list[str]) -> None:
         t["_reported (columns)"] += h - g
         n_findings += len(findings)
     total = sum(v for k, v in t.items() if "measured apart" not in k)
-    print(f"\n## Phases (one process, {len(files)} files, {lines:,} lines, {parsed} parsed, "
-          f"{n_findings} findings)")
+    print(
+        f"\n## Phases (one process, {len(files)} files, {lines:,} lines, {parsed} parsed, "
+        f"{n_findings} findings)"
+    )
     print("| phase | seconds | share | lines/s |\n|---|---|---|---|")
     for name, seconds in sorted(t.items(), key=lambda kv: -kv[1]):
         share = f"{100 * seconds / total:.1f}%" if "apart" not in name else "-"
         print(f"| {name} | {seconds:.3f} | {share} | {lines / seconds if seconds else 0:,.0f} |")
-    print(f"| total (pipeline, no process start, no pool, no output) | {total:.3f} | 100% | "
-          f"{lines / total:,.0f} |")
+    print(
+        f"| total (pipeline, no process start, no pool, no output) | {total:.3f} | 100% | "
+        f"{lines / total:,.0f} |"
+    )
 
 
 def profile_cli(
@@ -138,8 +179,10 @@ def profile_cli(
     finally:
         os.chdir(old)
     stats = pstats.Stats(profiler)
-    print(f"\n## cProfile of cli.main(check --jobs 1) on {len(files)} files: {wall:.2f}s "
-          f"under the profiler")
+    print(
+        f"\n## cProfile of cli.main(check --jobs 1) on {len(files)} files: {wall:.2f}s "
+        f"under the profiler"
+    )
     by_module: dict[str, float] = defaultdict(float)
     rows = []
     for (filename, lineno, func), (_, ncalls, tottime, cumtime, _) in stats.stats.items():
@@ -190,13 +233,20 @@ def startup() -> None:
         "print(' '.join(heavy) or 'none')\n"
     )
     root, files, _ = tree_files("worst", 1000)
-    out = subprocess.run([sys.executable, "-c", probe, str(root), files[0]],
-                         capture_output=True, text=True)
-    print(f"- heavy modules imported by `check` on one relevant file: {out.stdout.strip()} "
-          f"{out.stderr.strip()[-300:]}")
-    for label, argv in (("python -c pass", [sys.executable, "-c", "pass"]),
-                        ("te-microbatch-lint --version",
-                         [str(Path(sys.executable).parent / "te-microbatch-lint"), "--version"])):
+    out = subprocess.run(
+        [sys.executable, "-c", probe, str(root), files[0]], capture_output=True, text=True
+    )
+    print(
+        f"- heavy modules imported by `check` on one relevant file: {out.stdout.strip()} "
+        f"{out.stderr.strip()[-300:]}"
+    )
+    for label, argv in (
+        ("python -c pass", [sys.executable, "-c", "pass"]),
+        (
+            "te-microbatch-lint --version",
+            [str(Path(sys.executable).parent / "te-microbatch-lint"), "--version"],
+        ),
+    ):
         walls = []
         for _ in range(5):
             a = time.perf_counter()
@@ -206,10 +256,12 @@ def startup() -> None:
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--tree", default="worst",
-                   choices=["worst", "realistic", *CORPORA], help="what to profile")
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument(
+        "--tree", default="worst", choices=["worst", "realistic", *CORPORA], help="what to profile"
+    )
     p.add_argument("--files", type=int, default=2000, help="files (0 = all, for corpora)")
     p.add_argument("--top", type=int, default=25)
     p.add_argument("--pyinstrument", action="store_true")
