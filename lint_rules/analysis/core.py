@@ -42,6 +42,8 @@ class Analysis:
             TE_ROOT in source and (not source.isascii() or te_file(source))
         )
         self._fixes = fixes
+        self._pending = True
+        """No call has been looked at yet: symbols, resolver, tracker and fixes not made."""
         self.findings: list[Finding] = []
         self.reported_keys: set[int] = set()
         self.reported_shared: set[int] = set()
@@ -50,6 +52,7 @@ class Analysis:
 
     def _prepare(self) -> None:
         """What the rules ask: the file's symbols, resolution, tracking and fix building."""
+        self._pending = False
         self.symbols = ModuleSymbols(self.tree, self.source)
         self.resolver = Resolver(self.symbols)
         settings = self.settings
@@ -71,7 +74,6 @@ class Analysis:
             enter_compound = not self.source.isascii()
             if not marks and not enter_compound:
                 return self.findings  # no line can hold a call a rule looks at
-        self._prepare()
         walker = Walker(self._on_call, marks, enter_compound, 2 if self.mentions_te else 1 << 30)
         walker.walk_body(self.tree.body, MODULE_CONTEXT)
         checks.tem005_called_twice(self)
@@ -94,6 +96,8 @@ class Analysis:
         return self._lines
 
     def _on_call(self, call: ast.Call, ctx: Context) -> None:
+        if self._pending:
+            self._prepare()  # the first call the walk finds: only now is anything resolved
         checks.check_call(self, call, ctx)
 
     def scope_of(self, ctx: Context) -> Scope | None:
