@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+from bisect import bisect_left
 from dataclasses import replace
 
 from lint_rules.analysis import checks
@@ -15,6 +16,7 @@ from lint_rules.analysis.walk import (
     MODULE_CONTEXT,
     Context,
     Walker,
+    flag_lines,
     interesting_lines,
     loop_bound_names,
     loop_runs_backward,
@@ -43,6 +45,7 @@ class Analysis:
         )
         self._fixes = fixes
         self._pending = True
+        self._flag_lines: list[int] | None = None
         """No call has been looked at yet: symbols, resolver, tracker and fixes not made."""
         self.findings: list[Finding] = []
         self.reported_keys: set[int] = set()
@@ -110,6 +113,24 @@ class Analysis:
             return cached
         parent = self.scope_of(outer) if outer is not None else None
         return self.symbols.scope(node, parent, method_class)
+
+    def spells_flag_around(self, call: ast.Call, ctx: Context) -> bool:
+        """Whether the flag may be spelled in the outermost function around ``call`` (or, at
+        module level, in the call itself): where a mapping splatted into it can get the key.
+        Only for ASCII text (an identifier elsewhere may be spelled with other characters)."""
+        source = self.source
+        if source is None or not source.isascii():
+            return True
+        if self._flag_lines is None:
+            self._flag_lines = flag_lines(source, self.lines)
+        node: ast.AST = call
+        scope = ctx.scope
+        while scope is not None:
+            node, outer = scope[0], scope[1]
+            scope = outer.scope if outer is not None else None
+        first = node.lineno  # type: ignore[attr-defined]
+        at = bisect_left(self._flag_lines, first)
+        return at < len(self._flag_lines) and self._flag_lines[at] <= node.end_lineno  # type: ignore[attr-defined]
 
     def loop_facts(self, loop: ast.AST) -> tuple[set[str], bool]:
         """The names a loop binds and whether it runs backward, computed once per loop."""

@@ -205,6 +205,22 @@ def interesting_lines(text: str, lines: Callable[[], list[str]], te_file: bool) 
 _DECORATED = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef})
 
 
+def flag_lines(text: str, lines: Callable[[], list[str]]) -> list[int]:
+    """The lines (ascending) that spell the flag, as ``ast`` numbers them."""
+    if "\r" in text:
+        return [number for number, line in enumerate(lines(), start=1) if FLAG in line]
+    numbers: list[int] = []
+    line, counted = 1, 0
+    at = text.find(FLAG)
+    while at >= 0:
+        line += text.count("\n", counted, at)
+        counted = at
+        if not numbers or numbers[-1] != line:
+            numbers.append(line)
+        at = text.find(FLAG, at + 1)
+    return numbers
+
+
 def _plain_targets(node: ast.Assign) -> bool:
     """Targets that hold no call: names and attribute chains on names."""
     for target in node.targets:
