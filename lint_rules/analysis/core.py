@@ -77,7 +77,13 @@ class Analysis:
             enter_compound = not self.source.isascii()
             if not marks and not enter_compound:
                 return self.findings  # no line can hold a call a rule looks at
-        walker = Walker(self._on_call, marks, enter_compound, 2 if self.mentions_te else 1 << 30)
+        outer = None
+        if marks and not self.mentions_te and not enter_compound:
+            # Outside functions only what spells the flag can hold a finding: a splat in a
+            # function passes the flag only if the mapping gets it in the function around it.
+            outer = self._flag_lines = flag_lines(self.source, self.lines)  # type: ignore[arg-type]
+        positional = 2 if self.mentions_te else 1 << 30
+        walker = Walker(self._on_call, marks, enter_compound, positional, outer)
         walker.walk_body(self.tree.body, MODULE_CONTEXT)
         checks.tem005_called_twice(self)
         self._share_fixes()

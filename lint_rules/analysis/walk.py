@@ -246,16 +246,20 @@ class Walker:
         marks: list[int] | None = None,
         enter_compound: bool = False,
         positional: int | None = None,
+        outer_marks: list[int] | None = None,
     ) -> None:
         self.on_call = on_call
         self.marks = marks
+        self.outer_marks = outer_marks if outer_marks is not None else marks
+        """The marks outside any function (module level, class bodies), where a statement is
+        entered only if it can hold a finding: ``marks`` unless the caller knows fewer."""
         self.enter_compound = enter_compound
         self.positional = positional
-        """None: hand every call to ``on_call``; else only calls with keywords (the flag, a
-        splat) or with at least this many positional arguments (a positional flag)."""
+        """None: hand every call to ``on_call``; else only calls that pass the flag or a splat
+        by keyword, or at least this many positional arguments (a positional flag)."""
 
     def walk_body(self, body: Sequence[ast.AST], ctx: Context) -> None:
-        marks = self.marks
+        marks = self.marks if ctx.scope is not None else self.outer_marks
         enter_compound = self.enter_compound
         for node in body:
             kind = type(node)
@@ -306,8 +310,13 @@ class Walker:
 
     def _call(self, node: ast.Call, ctx: Context) -> None:
         positional = self.positional
-        if positional is None or node.keywords or len(node.args) >= positional:
+        if positional is None or len(node.args) >= positional:
             self.on_call(node, ctx)
+        else:
+            for keyword in node.keywords:
+                if keyword.arg is None or keyword.arg == FLAG:  # a splat, or the flag
+                    self.on_call(node, ctx)
+                    break
         func = node.func
         while type(func) is ast.Attribute:
             func = func.value  # type: ignore[attr-defined]
