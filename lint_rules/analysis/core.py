@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import ast
+import functools
+import unicodedata
 from bisect import bisect_left
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 
 from lint_rules.analysis import checks
@@ -40,8 +43,17 @@ class Analysis:
         # A positional flag is looked for only where a TE module of known class can be
         # resolved (the prefilter's test); a file with other than ASCII text may spell a
         # name with characters that normalise to it, so there any mention of TE counts.
-        self.mentions_te = source is None or (
-            TE_ROOT in source and (not source.isascii() or te_file(source))
+        self._texts: list[tuple[str, Callable[[], list[str]] | None]] = []
+        """The text searched for what can hold a finding, with its lines; for other than ASCII
+        text also as Python reads identifiers (NFKC: ``ｉs_first_microbatch`` is the flag)."""
+        if source is not None:
+            self._texts.append((source, None))  # its lines: self.lines() (no bound method kept)
+            if not source.isascii():
+                read = unicodedata.normalize("NFKC", source)
+                if read != source:  # (NFKC keeps every line break: the same line numbers)
+                    self._texts.append((read, functools.partial(ast_lines, read)))
+        self.mentions_te = source is None or any(
+            TE_ROOT in text and te_file(text) for text, _ in self._texts
         )
         self._fixes = fixes
         self._pending = True
@@ -70,20 +82,20 @@ class Analysis:
         )
 
     def run(self) -> list[Finding]:
-        marks = None
-        enter_compound = True
+        marks = outer = None
         if self.source is not None:
-            marks = interesting_lines(self.source, self.lines, self.mentions_te)
-            enter_compound = not self.source.isascii()
-            if not marks and not enter_compound:
+            marks = _merged(
+                interesting_lines(t, lines or self.lines, self.mentions_te)
+                for t, lines in self._texts
+            )
+            if not marks:
                 return self.findings  # no line can hold a call a rule looks at
-        outer = None
-        if marks and not self.mentions_te and not enter_compound:
-            # Outside functions only what spells the flag can hold a finding: a splat in a
-            # function passes the flag only if the mapping gets it in the function around it.
-            outer = self._flag_lines = flag_lines(self.source, self.lines)  # type: ignore[arg-type]
+            if not self.mentions_te:
+                # Outside functions only what spells the flag can hold a finding: a splat in
+                # a function passes it only if the mapping gets it in the function around it.
+                outer = self._flag_lines = self.flag_lines()
         positional = 2 if self.mentions_te else 1 << 30
-        walker = Walker(self._on_call, marks, enter_compound, positional, outer)
+        walker = Walker(self._on_call, marks, positional, outer)
         walker.walk_body(self.tree.body, MODULE_CONTEXT)
         checks.tem005_called_twice(self)
         self._share_fixes()
@@ -120,15 +132,18 @@ class Analysis:
         parent = self.scope_of(outer) if outer is not None else None
         return self.symbols.scope(node, parent, method_class)
 
+    def flag_lines(self) -> list[int]:
+        """The lines that spell the flag (as Python reads identifiers, too)."""
+        return _merged(flag_lines(t, lines or self.lines) for t, lines in self._texts)
+
     def spells_flag_around(self, call: ast.Call, ctx: Context) -> bool:
         """Whether the flag may be spelled in the outermost function around ``call`` (or, at
         module level, in the call itself): where a mapping splatted into it can get the key.
-        Only for ASCII text (an identifier elsewhere may be spelled with other characters)."""
-        source = self.source
-        if source is None or not source.isascii():
+        """
+        if self.source is None:
             return True
         if self._flag_lines is None:
-            self._flag_lines = flag_lines(source, self.lines)
+            self._flag_lines = self.flag_lines()
         node: ast.AST = call
         scope = ctx.scope
         while scope is not None:
@@ -180,3 +195,11 @@ class Analysis:
                 else f
                 for f in self.findings
             ]
+
+
+def _merged(numbers: Iterable[list[int]]) -> list[int]:
+    """Ascending line numbers from several ascending lists, each once."""
+    lists = list(numbers)
+    if len(lists) == 1:
+        return lists[0]
+    return sorted(set().union(*lists))

@@ -154,23 +154,6 @@ def loop_steps_optimizer(loop: ast.AST) -> bool:
     return False
 
 
-_COMPOUND = frozenset(
-    {
-        ast.FunctionDef,
-        ast.AsyncFunctionDef,
-        ast.ClassDef,
-        ast.If,
-        ast.For,
-        ast.AsyncFor,
-        ast.While,
-        ast.With,
-        ast.AsyncWith,
-        ast.Try,
-        *(getattr(ast, name) for name in ("TryStar", "Match") if hasattr(ast, name)),
-    }
-)
-
-
 def interesting_lines(text: str, lines: Callable[[], list[str]], te_file: bool) -> list[int]:
     """The lines (as ``ast`` numbers them, ascending) whose statements can hold a call a rule
     looks at, from the text alone; ``lines()`` splits the text when that is needed.
@@ -235,16 +218,13 @@ class Walker:
     """Visit every call of a module once, in order, with its ``Context``.
 
     ``marks`` (``interesting_lines``), when given, says which lines can hold a call
-    worth checking; the others are skipped. With ``enter_compound`` compound statements are
-    always entered (their headers walked), as for a file with non-ASCII text, where an
-    identifier spelled with other characters may normalise to the flag.
+    worth checking; the others are skipped.
     """
 
     def __init__(
         self,
         on_call: Callable[[ast.Call, Context], None],
         marks: list[int] | None = None,
-        enter_compound: bool = False,
         positional: int | None = None,
         outer_marks: list[int] | None = None,
     ) -> None:
@@ -253,19 +233,17 @@ class Walker:
         self.outer_marks = outer_marks if outer_marks is not None else marks
         """The marks outside any function (module level, class bodies), where a statement is
         entered only if it can hold a finding: ``marks`` unless the caller knows fewer."""
-        self.enter_compound = enter_compound
         self.positional = positional
         """None: hand every call to ``on_call``; else only calls that pass the flag or a splat
         by keyword, or at least this many positional arguments (a positional flag)."""
 
     def walk_body(self, body: Sequence[ast.AST], ctx: Context) -> None:
         marks = self.marks if ctx.scope is not None else self.outer_marks
-        enter_compound = self.enter_compound
         for node in body:
             kind = type(node)
             if kind in _LEAVES:  # import, pass, global...: no call
                 continue
-            walk = marks is None or (enter_compound and kind in _COMPOUND)
+            walk = marks is None
             if not walk:  # unless one of its lines can hold a call worth checking
                 first = node.lineno  # type: ignore[attr-defined]
                 if kind in _DECORATED and node.decorator_list:  # type: ignore[attr-defined]
