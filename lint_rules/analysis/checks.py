@@ -159,7 +159,10 @@ def may_be_module(a: Analysis, func: ast.expr) -> bool:
     if type(func) is not ast.Attribute:
         return True
     name = func.attr  # type: ignore[attr-defined]
-    return name == "forward" or name in _FORWARDER_NAMES or name in a.symbols.stored_attributes()
+    if name == "forward" or name in _FORWARDER_NAMES:
+        return True
+    symbols = a.symbols
+    return not symbols.only_called(name) and name in symbols.stored_attributes()
 
 
 def tem001_keyword(a: Analysis, site: FlagCall) -> None:

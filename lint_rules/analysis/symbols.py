@@ -547,6 +547,25 @@ def _collect_self_stores(
 # The module
 
 
+def _only_called(source: str | None, name: str) -> bool:
+    """Every occurrence of ``name`` as a word in ``source`` is ``.name(``."""
+    if source is None or not source.isascii():
+        return False  # an identifier may be spelled with characters that normalise to it
+    at = source.find(name)
+    end = len(source)
+    while at >= 0:
+        after = at + len(name)
+        if not (at and _is_word(source[at - 1])) and not (after < end and _is_word(source[after])):
+            if not (source[at - 1 : at] == "." and source[after : after + 1] == "("):
+                return False
+        at = source.find(name, after)
+    return True
+
+
+def _is_word(char: str) -> bool:
+    return char.isalnum() or char == "_"
+
+
 def _may_nest_class(source: str) -> bool:
     """Whether a ``class`` statement may stand below the top of the module: some line starts
     with an indented ``class`` (a ``class`` statement always starts its line)."""
@@ -586,6 +605,7 @@ class ModuleSymbols:
         self._tree = tree
         self._source = source
         self._stored: frozenset[str] | None = None
+        self._only_called: dict[str, bool] = {}
         for stmt in tree.body:
             self._collect(stmt)
 
@@ -650,6 +670,15 @@ class ModuleSymbols:
             for case in getattr(stmt, "cases", ()):
                 pending.extend(case.body)
         return found
+
+    def only_called(self, name: str) -> bool:
+        """Whether the ASCII text spells ``name`` only as ``.name(``: then no class stores a
+        value under it (a store, an annotation, a class attribute or a property spells it
+        otherwise), told without reading a class. False when it cannot be told."""
+        known = self._only_called.get(name)
+        if known is None:
+            known = self._only_called[name] = _only_called(self._source, name)
+        return known
 
     def stored_attributes(self) -> frozenset[str]:
         """Every name an in-file class holds a value under: what its methods store on
