@@ -555,9 +555,11 @@ def _only_called(source: str | None, name: str) -> bool:
     end = len(source)
     while at >= 0:
         after = at + len(name)
-        if not (at and _is_word(source[at - 1])) and not (after < end and _is_word(source[after])):
-            if not (source[at - 1 : at] == "." and source[after : after + 1] == "("):
-                return False
+        word = not (at and _is_word(source[at - 1])) and not (
+            after < end and _is_word(source[after])
+        )
+        if word and not (source[at - 1 : at] == "." and source[after : after + 1] == "("):
+            return False
         at = source.find(name, after)
     return True
 
