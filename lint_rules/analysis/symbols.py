@@ -80,15 +80,21 @@ def statements(body: Sequence[ast.stmt]) -> list[ast.stmt]:
         kind = type(stmt)
         if kind in _SIMPLE or kind in _NESTED_SCOPES:
             continue
-        inner: list[ast.stmt] = []
-        for name in ("body", "orelse", "finalbody"):
-            inner.extend(getattr(stmt, name, ()))
-        for handler in getattr(stmt, "handlers", ()):
-            inner.extend(handler.body)
-        for case in getattr(stmt, "cases", ()):
-            inner.extend(case.body)
-        pending.extend(reversed(inner))
+        pending.extend(reversed(blocks(stmt)))
     return found
+
+
+def blocks(stmt: ast.stmt) -> list[ast.stmt]:
+    """The statements a compound statement holds, in order: its body, ``else``, ``finally``,
+    then its ``except`` handlers' and ``match`` cases' bodies."""
+    inner: list[ast.stmt] = []
+    for name in ("body", "orelse", "finalbody"):
+        inner.extend(getattr(stmt, name, ()))
+    for handler in getattr(stmt, "handlers", ()):
+        inner.extend(handler.body)
+    for case in getattr(stmt, "cases", ()):
+        inner.extend(case.body)
+    return inner
 
 
 _NESTED_SCOPES = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef})
@@ -665,12 +671,8 @@ class ModuleSymbols:
             stmt = pending.pop()
             if isinstance(stmt, ast.ClassDef):
                 found.append(stmt)
-            for name in ("body", "orelse", "finalbody"):
-                pending.extend(getattr(stmt, name, ()))
-            for handler in getattr(stmt, "handlers", ()):
-                pending.extend(handler.body)
-            for case in getattr(stmt, "cases", ()):
-                pending.extend(case.body)
+            if type(stmt) not in _SIMPLE:
+                pending.extend(blocks(stmt))
         return found
 
     def only_called(self, name: str) -> bool:
