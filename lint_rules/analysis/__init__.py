@@ -1,13 +1,16 @@
 """The analysis core: every rule lives here, every face (flake8, CLI, codemod) adapts it.
 
-One pass over the ``ast`` tree (``walk``) visits calls with the context they need (enclosing
-class, function, guarding ``if``/``match`` arms, loops). Callees are resolved within the file
-(``symbols`` for bindings, ``resolve`` and ``classes`` for meanings, ``kinds`` for the values,
-among them the typed ``Callee``), so that a same-named keyword to a non-TE function is never
-reported; ``tracking`` tells guarded and tracked values; ``checks`` holds one function per
-rule; ``fixes`` builds edits when a face asks for them; ``core`` ties them together for one
-file. Function scopes are summarised lazily, only for functions that contain a candidate call,
-and statements that cannot hold one are not walked, which keeps the cost near ``ast.parse``.
+``prefilter`` says from a file's text whether it can have a finding at all. One pass over the
+``ast`` tree (``walk``) visits the calls a rule looks at with the context they need
+(enclosing class, function, guarding ``if``/``match`` arms, loops). Callees are resolved
+within the file (``symbols`` for module bindings, ``scopes`` for a function's, ``classinfo``
+for the classes it defines, ``nodes`` for small facts about nodes; ``resolve`` and
+``classes`` for meanings, ``kinds`` for the values, among them the typed ``Callee``), so that
+a same-named keyword to a non-TE function is never reported; ``tracking`` tells guarded and
+tracked values; ``checks`` holds one function per rule; ``fixes`` builds edits when a face
+asks for them; ``core`` ties them together for one file. Scopes and classes are read lazily,
+only where a call needs them, and statements whose lines cannot hold such a call are not
+walked, which keeps the cost near ``ast.parse`` (benchmarks/README.md).
 """
 
 from __future__ import annotations

@@ -1,0 +1,185 @@
+"""Classes defined in the file: their methods, properties, and what their methods store on
+``self`` (``ClassInfo``), read from the class body alone; and two text searches that tell
+facts about classes without reading them.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from lint_rules.analysis.nodes import FunctionNode, statements
+
+
+@dataclass
+class ClassInfo:
+    """A class defined in the file: its methods and what its methods store on ``self``."""
+
+    node: ast.ClassDef
+    methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef]
+    properties: set[str]
+    attributes: dict[str, list[tuple[ast.expr, FunctionNode]]]
+    """``self.x = value`` in a method: the values of ``x``, each with its method."""
+    additions: dict[str, list[tuple[str, ast.expr, FunctionNode]]]
+    """``self.x.append(v)`` / ``.extend(vs)`` / ``self.x[k] = v``: what goes into ``x``."""
+    class_attributes: dict[str, ast.expr]
+    annotations: dict[str, ast.expr]
+    """``x: T`` in the class body or ``self.x: T = ...`` in a method: the declared type."""
+
+
+_PROPERTY_DECORATORS = frozenset({"property", "cached_property"})
+_ADDERS = {"append": "item", "add": "item", "insert": "item", "extend": "items"}
+
+
+def _decorator_names(node: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    return {
+        d.id if isinstance(d, ast.Name) else d.attr
+        for d in node.decorator_list
+        if isinstance(d, (ast.Name, ast.Attribute))
+    }
+
+
+def _self_attr(node: ast.expr, self_name: str) -> str | None:
+    if (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.value.id == self_name
+    ):
+        return node.attr
+    return None
+
+
+def read_class(node: ast.ClassDef) -> ClassInfo:
+    info = ClassInfo(node, {}, set(), {}, {}, {}, {})
+    for stmt in node.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            decorators = _decorator_names(stmt)
+            if stmt.name not in info.methods or not decorators & {"setter", "deleter"}:
+                info.methods[stmt.name] = stmt
+            if decorators & _PROPERTY_DECORATORS:
+                info.properties.add(stmt.name)
+            args = stmt.args.posonlyargs + stmt.args.args
+            if args:
+                _collect_self_stores(info, stmt, args[0].arg)
+        elif isinstance(stmt, ast.Assign):
+            for target in stmt.targets:
+                if isinstance(target, ast.Name):
+                    info.class_attributes[target.id] = stmt.value
+        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+            if stmt.value is not None:
+                info.class_attributes[stmt.target.id] = stmt.value
+            info.annotations[stmt.target.id] = stmt.annotation
+    return info
+
+
+def stored_names(node: ast.ClassDef, names: set[str]) -> None:
+    """Add the keys ``read_class(node)`` would have in its attributes, additions, class
+    attributes, annotations and properties: the same statements, read for names only."""
+    for stmt in node.body:
+        kind = type(stmt)
+        if kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
+            if _decorator_names(stmt) & _PROPERTY_DECORATORS:  # type: ignore[arg-type]
+                names.add(stmt.name)  # type: ignore[attr-defined]
+            args = stmt.args.posonlyargs + stmt.args.args  # type: ignore[attr-defined]
+            if args:
+                _self_store_names(stmt.body, args[0].arg, names)  # type: ignore[attr-defined]
+        elif kind is ast.Assign:
+            names.update(t.id for t in stmt.targets if type(t) is ast.Name)  # type: ignore[attr-defined]
+        elif kind is ast.AnnAssign and type(stmt.target) is ast.Name:  # type: ignore[attr-defined]
+            names.add(stmt.target.id)  # type: ignore[attr-defined]
+
+
+def _self_store_names(body: list[ast.stmt], self_name: str, names: set[str]) -> None:
+    """The names ``_collect_self_stores`` files under (for ``self_name``), in ``body``."""
+    for sub in statements(body):
+        kind = type(sub)
+        if kind is ast.Assign or kind is ast.AnnAssign:
+            if sub.value is None:  # type: ignore[attr-defined]
+                continue
+            targets = sub.targets if kind is ast.Assign else [sub.target]  # type: ignore[attr-defined]
+            for target in targets:
+                if type(target) is ast.Subscript:
+                    target = target.value
+                if (
+                    type(target) is ast.Attribute
+                    and type(target.value) is ast.Name  # type: ignore[attr-defined]
+                    and target.value.id == self_name  # type: ignore[attr-defined]
+                ):
+                    names.add(target.attr)  # type: ignore[attr-defined]
+        elif kind is ast.Expr:
+            call = sub.value  # type: ignore[attr-defined]
+            if (
+                type(call) is ast.Call
+                and type(call.func) is ast.Attribute
+                and call.func.attr in _ADDERS
+                and call.args
+            ):
+                attr = _self_attr(call.func.value, self_name)
+                if attr is not None:
+                    names.add(attr)
+
+
+def _collect_self_stores(
+    info: ClassInfo, method: ast.FunctionDef | ast.AsyncFunctionDef, self_name: str
+) -> None:
+    for sub in statements(method.body):
+        if isinstance(sub, (ast.Assign, ast.AnnAssign)):
+            if sub.value is None:
+                continue
+            targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target]
+            for target in targets:
+                attr = _self_attr(target, self_name)
+                if attr is not None:
+                    info.attributes.setdefault(attr, []).append((sub.value, method))
+                    if isinstance(sub, ast.AnnAssign):
+                        info.annotations[attr] = sub.annotation
+                elif isinstance(target, ast.Subscript):
+                    attr = _self_attr(target.value, self_name)
+                    if attr is not None:
+                        info.additions.setdefault(attr, []).append(("item", sub.value, method))
+        elif (
+            isinstance(sub, ast.Expr)
+            and isinstance(sub.value, ast.Call)
+            and isinstance(sub.value.func, ast.Attribute)
+            and sub.value.func.attr in _ADDERS
+            and sub.value.args
+        ):
+            attr = _self_attr(sub.value.func.value, self_name)
+            if attr is not None:
+                how = _ADDERS[sub.value.func.attr]
+                info.additions.setdefault(attr, []).append((how, sub.value.args[-1], method))
+
+
+def spelled_only_as_call(source: str | None, name: str) -> bool:
+    """Every occurrence of ``name`` as a word in ``source`` is ``.name(``."""
+    if source is None or not source.isascii():
+        return False  # an identifier may be spelled with characters that normalise to it
+    at = source.find(name)
+    end = len(source)
+    while at >= 0:
+        after = at + len(name)
+        word = not (at and _is_word(source[at - 1])) and not (
+            after < end and _is_word(source[after])
+        )
+        if word and not (source[at - 1 : at] == "." and source[after : after + 1] == "("):
+            return False
+        at = source.find(name, after)
+    return True
+
+
+def _is_word(char: str) -> bool:
+    return char.isalnum() or char == "_"
+
+
+def may_nest_class(source: str) -> bool:
+    """Whether a ``class`` statement may stand below the top of the module: some line starts
+    with an indented ``class`` (a ``class`` statement always starts its line)."""
+    if "\r" in source:
+        return True  # lines that end in a carriage return alone: not searched here
+    at = source.find("class")
+    while at >= 0:
+        start = source.rfind("\n", 0, at) + 1
+        if at > start and not source[start:at].strip(" \t\f"):
+            return True
+        at = source.find("class", at + 5)
+    return False

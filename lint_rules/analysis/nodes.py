@@ -1,0 +1,178 @@
+"""Small facts about ``ast`` nodes that every part of the analysis uses: dotted names,
+constants, assignment targets, the statements of a body, source spans, and whether a
+statement stores the flag in a mapping.
+
+Nothing here knows about TE or about bindings.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator, Sequence
+from typing import Union
+
+from lint_rules.te import FLAG
+
+FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda]
+Branch = tuple[ast.expr, bool]
+"""A guarding condition and the outcome under which the code runs (True: the ``if`` body)."""
+
+
+def dotted(node: ast.expr) -> str | None:
+    """``a.b.c`` for a chain of attributes on a name, else None."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+def constant_str(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    return None
+
+
+def is_none(node: ast.AST | None) -> bool:
+    return isinstance(node, ast.Constant) and node.value is None
+
+
+def target_names(target: ast.expr) -> Iterator[ast.Name]:
+    """The names an assignment or loop target binds."""
+    if isinstance(target, ast.Name):
+        yield target
+    elif isinstance(target, (ast.Tuple, ast.List)):
+        for elt in target.elts:
+            yield from target_names(elt)
+    elif isinstance(target, ast.Starred):
+        yield from target_names(target.value)
+
+
+def target_paths(
+    target: ast.expr, path: tuple[int, ...] | None = ()
+) -> Iterator[tuple[ast.Name, tuple[int, ...] | None]]:
+    """The names a target binds, each with its position in nested tuples (None after ``*``)."""
+    if isinstance(target, ast.Name):
+        yield target, path
+    elif isinstance(target, (ast.Tuple, ast.List)):
+        for index, elt in enumerate(target.elts):
+            yield from target_paths(elt, None if path is None else (*path, index))
+    elif isinstance(target, ast.Starred):
+        yield from target_paths(target.value, None)
+
+
+def statements(body: Sequence[ast.stmt]) -> list[ast.stmt]:
+    """Every statement of a body, through compound statements but not into nested scopes,
+    in source order.
+
+    Assignments are statements, so this finds ``self.x = ...`` without visiting expressions.
+    """
+    found: list[ast.stmt] = []
+    pending = list(reversed(body))
+    while pending:
+        stmt = pending.pop()
+        found.append(stmt)
+        kind = type(stmt)
+        if kind in SIMPLE_STATEMENTS or kind in NESTED_SCOPES:
+            continue
+        pending.extend(reversed(blocks(stmt)))
+    return found
+
+
+def blocks(stmt: ast.stmt) -> list[ast.stmt]:
+    """The statements a compound statement holds, in order: its body, ``else``, ``finally``,
+    then its ``except`` handlers' and ``match`` cases' bodies."""
+    inner: list[ast.stmt] = []
+    for name in ("body", "orelse", "finalbody"):
+        inner.extend(getattr(stmt, name, ()))
+    for handler in getattr(stmt, "handlers", ()):
+        inner.extend(handler.body)
+    for case in getattr(stmt, "cases", ()):
+        inner.extend(case.body)
+    return inner
+
+
+NESTED_SCOPES = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef})
+SIMPLE_STATEMENTS = frozenset(
+    {ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr, ast.Return, ast.Pass, ast.Raise}
+    | {ast.Import, ast.ImportFrom, ast.Break, ast.Continue, ast.Delete, ast.Global}
+    | {ast.Nonlocal, ast.Assert}
+)
+"""Statements that hold no block."""
+
+
+def span(node: ast.AST) -> tuple[tuple[int, int], tuple[int, int]]:
+    """Where a node starts and ends in the source: ``(line, column)`` pairs."""
+    start = (node.lineno, node.col_offset)  # type: ignore[attr-defined]
+    return start, (node.end_lineno or start[0], node.end_col_offset or 0)  # type: ignore[attr-defined]
+
+
+def contains(outer: ast.AST, inner: ast.AST) -> bool:
+    """``inner`` lies within ``outer``'s source range."""
+    (start, end), (inner_start, inner_end) = span(outer), span(inner)
+    return start <= inner_start and inner_end <= end
+
+
+def runs_before(function: FunctionNode, node: ast.AST) -> Iterator[ast.stmt]:
+    """The statements of ``function`` that have run whenever ``node`` runs: those ahead of it
+    in each block that encloses it (not inside a loop, ``try`` or branch it is not in)."""
+    if isinstance(function, ast.Lambda):
+        return
+    body: Sequence[ast.stmt] = function.body
+    while body:
+        inner: Sequence[ast.stmt] = ()
+        for index, stmt in enumerate(body):
+            if contains(stmt, node):
+                yield from body[:index]
+                if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    blocks = [getattr(stmt, name, ()) for name in ("body", "orelse", "finalbody")]
+                    blocks += [h.body for h in getattr(stmt, "handlers", ())]
+                    blocks += [c.body for c in getattr(stmt, "cases", ())]
+                    inner = next((b for b in blocks if b and _contains_block(b, node)), ())
+                break
+        body = inner
+
+
+def _contains_block(block: Sequence[ast.stmt], node: ast.AST) -> bool:
+    return any(contains(stmt, node) for stmt in block)
+
+
+def stores_flag(stmt: ast.stmt, mapping: str) -> bool:
+    """Does ``stmt`` replace (or drop) the flag's key of the mapping named ``mapping``:
+    ``m["is_first_microbatch"] = v``, ``m.update(is_first_microbatch=v)``, ``del m[...]``,
+    ``m.pop("is_first_microbatch")``, or ``m = <a new mapping that does not mention m>``?"""
+
+    def is_key(target: ast.expr) -> bool:
+        return (
+            isinstance(target, ast.Subscript)
+            and isinstance(target.value, ast.Name)
+            and target.value.id == mapping
+            and constant_str(target.slice) == FLAG
+        )
+
+    if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+        if any(is_key(t) for t in targets):
+            return True
+        rebinds = any(isinstance(t, ast.Name) and t.id == mapping for t in targets)
+        mentions = any(isinstance(n, ast.Name) and n.id == mapping for n in ast.walk(stmt.value))
+        return rebinds and not mentions
+    if isinstance(stmt, ast.Delete):
+        return any(is_key(t) for t in stmt.targets)
+    if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+        call = stmt.value
+        func = call.func
+        if not (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and func.value.id == mapping
+        ):
+            return False
+        if func.attr == "update":
+            return any(kw.arg == FLAG for kw in call.keywords)
+        if func.attr == "pop":
+            return bool(call.args) and constant_str(call.args[0]) == FLAG
+    return False

@@ -1,0 +1,243 @@
+"""Function scopes: what a function binds (parameters, assignments, loop targets, imports,
+nested definitions, keys stored in mappings), each binding with the branches it sits in.
+
+Built lazily by ``symbols.ModuleSymbols.scope``, one function at a time.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from lint_rules.analysis.nodes import (
+    SIMPLE_STATEMENTS,
+    Branch,
+    FunctionNode,
+    constant_str,
+    target_names,
+    target_paths,
+)
+from lint_rules.te import FLAG
+
+
+class Binding:
+    """One way a local name gets a value inside a function (a slotted class: a scope makes
+    one per assignment)."""
+
+    __slots__ = ("how", "value", "branches", "qualname", "definition", "path")
+
+    def __init__(
+        self,
+        how: str,
+        value: ast.expr | None,
+        branches: tuple[Branch, ...],
+        qualname: str = "",
+        definition: ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef | None = None,
+        path: tuple[int, ...] | None = (),
+    ) -> None:
+        self.how = how
+        """"assign" | "unpack" | "for" | "import" | "def" | "class" | "aug" | "other"."""
+        self.value = value
+        self.branches = branches
+        self.qualname = qualname
+        self.definition = definition
+        self.path = path
+        """For "for" and "unpack": where the name sits in the target (``for i, x in ...``:
+        (1,))."""
+
+    def __repr__(self) -> str:
+        return f"Binding({self.how!r}, {self.value!r}, {self.branches!r})"
+
+
+@dataclass
+class Scope:
+    """What a function binds: parameters, local assignments, dict-key stores, loop names."""
+
+    node: FunctionNode | None
+    parent: Scope | None
+    cls: ast.ClassDef | None
+    params: dict[str, ast.expr | None] = field(default_factory=dict)
+    bindings: dict[str, list[Binding]] = field(default_factory=dict)
+    key_stores: dict[str, list[tuple[ast.AST, ast.expr, tuple[Branch, ...]]]] = field(
+        default_factory=dict
+    )
+
+    def lookup(self, name: str) -> Scope | None:
+        scope: Scope | None = self
+        while scope is not None:
+            if name in scope.params or name in scope.bindings:
+                return scope
+            scope = scope.parent
+        return None
+
+    def enclosing_class(self) -> ast.ClassDef | None:
+        """The class of the nearest enclosing method."""
+        current: Scope | None = self
+        while current is not None:
+            if current.cls is not None:
+                return current.cls
+            current = current.parent
+        return None
+
+    @property
+    def self_name(self) -> str | None:
+        """The first parameter of a method (``self``), if this function is one."""
+        return self._first_parameter() if self._method_kind() == "instance" else None
+
+    @property
+    def cls_name(self) -> str | None:
+        """The first parameter of a classmethod (``cls``), if this function is one."""
+        return self._first_parameter() if self._method_kind() == "class" else None
+
+    def _first_parameter(self) -> str | None:
+        assert isinstance(self.node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        args = self.node.args.posonlyargs + self.node.args.args
+        return args[0].arg if args else None
+
+    def _method_kind(self) -> str | None:
+        if self.cls is None or not isinstance(self.node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return None
+        names = {d.id for d in self.node.decorator_list if isinstance(d, ast.Name)}
+        if "staticmethod" in names:
+            return None
+        return "class" if "classmethod" in names else "instance"
+
+
+_INERT = frozenset({ast.Return, ast.Pass, ast.Raise, ast.Break, ast.Continue, ast.Delete})
+_INERT |= {ast.Assert, ast.Global, ast.Nonlocal}
+"""Statements that bind no name (but a walrus in their expressions) and hold no block."""
+
+
+class ScopeCollector:
+    """Collect a function's bindings, with the guarding branches each one sits in."""
+
+    def __init__(self, scope: Scope, walrus: bool = True) -> None:
+        self.scope = scope
+        self.walrus = walrus
+        """False when the file has no ``:=``: expressions then bind nothing."""
+
+    def bind(self, name: str, binding: Binding) -> None:
+        self.scope.bindings.setdefault(name, []).append(binding)
+
+    def collect(self, node: FunctionNode) -> None:
+        args = node.args
+        for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs):
+            self.scope.params[arg.arg] = arg.annotation
+        for arg in (args.vararg, args.kwarg):
+            if arg is not None:
+                self.scope.params[arg.arg] = None
+        if isinstance(node, ast.Lambda):
+            self.expr(node.body, ())
+        else:
+            self.block(node.body, ())
+
+    def block(self, body: Sequence[ast.stmt], branches: tuple[Branch, ...]) -> None:
+        for stmt in body:
+            self.stmt(stmt, branches)
+
+    def stmt(self, stmt: ast.stmt, branches: tuple[Branch, ...]) -> None:
+        kind = type(stmt)
+        if kind is ast.Assign:  # the most frequent first: a scope is built per function
+            for target in stmt.targets:  # type: ignore[attr-defined]
+                self.assign_target(target, stmt.value, branches)  # type: ignore[attr-defined]
+        elif kind in _INERT:
+            if not self.walrus:
+                return
+        elif kind is ast.Expr:
+            self.update_call(stmt.value, branches)  # type: ignore[attr-defined]
+        elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
+            self.bind(stmt.name, Binding("def", None, branches, definition=stmt))  # type: ignore[attr-defined,arg-type]
+            return
+        elif kind is ast.ClassDef:
+            self.bind(stmt.name, Binding("class", None, branches, definition=stmt))  # type: ignore[attr-defined,arg-type]
+            return
+        elif kind is ast.If:
+            self.expr(stmt.test, branches)  # type: ignore[attr-defined]
+            self.block(stmt.body, (*branches, (stmt.test, True)))  # type: ignore[attr-defined]
+            self.block(stmt.orelse, (*branches, (stmt.test, False)))  # type: ignore[attr-defined]
+            return
+        elif kind is ast.AnnAssign:
+            if stmt.value is not None:  # type: ignore[attr-defined]
+                self.assign_target(stmt.target, stmt.value, branches)  # type: ignore[attr-defined]
+        elif kind is ast.AugAssign:
+            for name in target_names(stmt.target):  # type: ignore[attr-defined]
+                self.bind(name.id, Binding("aug", stmt.value, branches))  # type: ignore[attr-defined]
+        elif kind is ast.For or kind is ast.AsyncFor:
+            for name, path in target_paths(stmt.target):  # type: ignore[attr-defined]
+                self.bind(name.id, Binding("for", stmt.iter, branches, path=path))  # type: ignore[attr-defined]
+        elif kind is ast.With or kind is ast.AsyncWith:
+            for item in stmt.items:  # type: ignore[attr-defined]
+                if item.optional_vars is not None:
+                    for name in target_names(item.optional_vars):
+                        self.bind(name.id, Binding("other", None, branches))
+        elif kind is ast.Import:
+            for alias in stmt.names:  # type: ignore[attr-defined]
+                local = alias.asname or alias.name.split(".")[0]
+                qual = alias.name if alias.asname else alias.name.split(".")[0]
+                self.bind(local, Binding("import", None, branches, qual))
+        elif kind is ast.ImportFrom:
+            module = "." * stmt.level + (stmt.module or "")  # type: ignore[attr-defined]
+            for alias in stmt.names:  # type: ignore[attr-defined]
+                local = alias.asname or alias.name
+                self.bind(local, Binding("import", None, branches, f"{module}.{alias.name}"))
+        elif kind is ast.Try or kind.__name__ == "TryStar":
+            self.block(stmt.body, branches)  # type: ignore[attr-defined]
+            for handler in stmt.handlers:  # type: ignore[attr-defined]
+                if handler.name:
+                    self.bind(handler.name, Binding("other", None, branches))
+                self.block(handler.body, branches)
+            self.block(stmt.orelse, branches)  # type: ignore[attr-defined]
+            self.block(stmt.finalbody, branches)  # type: ignore[attr-defined]
+            return
+        if self.walrus:
+            for child in ast.iter_child_nodes(stmt):
+                if isinstance(child, ast.expr):
+                    self.expr(child, branches)
+        if kind in SIMPLE_STATEMENTS:
+            return
+        for field_name in ("body", "orelse"):  # for, while, with: the same branches
+            for child in getattr(stmt, field_name, ()):
+                self.stmt(child, branches)
+
+    def assign_target(
+        self, target: ast.expr, value: ast.expr, branches: tuple[Branch, ...]
+    ) -> None:
+        if isinstance(target, ast.Name):
+            self.bind(target.id, Binding("assign", value, branches))
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            for name, path in target_paths(target):
+                self.bind(name.id, Binding("unpack", value, branches, path=path))
+        elif (
+            isinstance(target, ast.Subscript)
+            and isinstance(target.value, ast.Name)
+            and constant_str(target.slice) == FLAG
+        ):
+            self.scope.key_stores.setdefault(target.value.id, []).append((target, value, branches))
+
+    def update_call(self, call: ast.expr, branches: tuple[Branch, ...]) -> None:
+        """``kw.update(is_first_microbatch=v)`` stores the key like a subscript would."""
+        if (
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Attribute)
+            and call.func.attr in ("update", "setdefault")
+            and isinstance(call.func.value, ast.Name)
+        ):
+            for kw in call.keywords:
+                if kw.arg == FLAG:
+                    self.scope.key_stores.setdefault(call.func.value.id, []).append(
+                        (kw, kw.value, branches)
+                    )
+
+    def expr(self, expr: ast.expr, branches: tuple[Branch, ...]) -> None:
+        """Walrus targets bind in the function; nested scopes are skipped."""
+        if not self.walrus:
+            return
+        stack = [expr]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, ast.NamedExpr):
+                self.bind(node.target.id, Binding("assign", node.value, branches))
+            if isinstance(node, (ast.Lambda,)):
+                continue
+            stack.extend(ast.iter_child_nodes(node))
