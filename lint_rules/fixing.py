@@ -17,7 +17,7 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from lint_rules.analysis import analyze_source
+from lint_rules.analysis import Project, analyze_source
 from lint_rules.deep import deep
 from lint_rules.findings import Finding, char_column, split_lines
 from lint_rules.noqa import filter_noqa, noqa_checker
@@ -476,11 +476,15 @@ def _merge_import(text: str, module: ast.Module, module_name: str, name: str) ->
 
 @deep
 def fix_source(
-    text: str, settings: Settings = DEFAULT_SETTINGS, disable_noqa: bool = False
+    text: str,
+    settings: Settings = DEFAULT_SETTINGS,
+    disable_noqa: bool = False,
+    project: Project | None = None,
 ) -> FixResult:
     """Fix every finding that has a fix (safe ones; unsafe ones too with ``unsafe_fixes``) and
-    that no ``# noqa`` covers, on its line or on any line the fix spans. Raises SyntaxError."""
-    findings = analyze_source(text, settings)
+    that no ``# noqa`` covers, on its line or on any line the fix spans. Raises SyntaxError.
+    ``project``: the other files of a CLI run (``analysis.project``)."""
+    findings = analyze_source(text, settings, project=project)
     if not findings:
         return FixResult(text)
     kept, _ = filter_noqa(findings, text, disable_noqa)

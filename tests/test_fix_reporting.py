@@ -99,10 +99,10 @@ def test_interrupted_run_lists_what_it_wrote(
         (tmp_path / name).write_text(SAFE)
     real = command.fix_file
 
-    def stop_at_b(job, path, settings, source=None):  # type: ignore[no-untyped-def]
+    def stop_at_b(job, path, settings, source=None, project=None):  # type: ignore[no-untyped-def]
         if path.endswith("b.py"):
             raise KeyboardInterrupt
-        return real(job, path, settings, source)
+        return real(job, path, settings, source, project)
 
     monkeypatch.setattr(command, "fix_file", stop_at_b)
     monkeypatch.chdir(tmp_path)

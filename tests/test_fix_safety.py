@@ -92,7 +92,7 @@ def test_unsafe_fixes_are_left_unless_asked_for(monkeypatch: pytest.MonkeyPatch)
     text = "y = f(x, is_first_microbatch=flag)\n"
     fix = Fix((Edit((1, 29), (1, 33), "None"),), applicability="unsafe")
     finding = Finding("TEM001", "TEM001 m", 1, 9, 1, 33, fix)
-    monkeypatch.setattr(fixing, "analyze_source", lambda text, settings: [finding])
+    monkeypatch.setattr(fixing, "analyze_source", lambda text, settings, **_: [finding])
     kept = fix_source(text)
     assert kept.text == text and kept.unsafe == [finding] and kept.remaining == [finding]
     done = fix_source(text, replace(DEFAULT_SETTINGS, unsafe_fixes=True))

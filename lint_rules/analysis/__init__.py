@@ -21,11 +21,12 @@ import warnings
 
 from lint_rules.analysis.core import Analysis
 from lint_rules.analysis.prefilter import mentions_flag
+from lint_rules.analysis.project import Export, Project
 from lint_rules.deep import deep
 from lint_rules.findings import Finding
 from lint_rules.settings import DEFAULT_SETTINGS, Settings
 
-__all__ = ["Analysis", "analyze_source", "analyze_tree", "mentions_flag"]
+__all__ = ["Analysis", "Export", "Project", "analyze_source", "analyze_tree", "mentions_flag"]
 
 
 @deep
@@ -35,22 +36,31 @@ def analyze_tree(
     source: str | None = None,
     *,
     fixes: bool = True,
+    project: Project | None = None,
 ) -> list[Finding]:
     """Findings for an already parsed module (flake8 hands us its tree). noqa not applied.
 
     ``source`` is only needed for exact fixes of parenthesised positional flags; with
     ``fixes=False`` (flake8 never applies a fix) no edit is built and every ``fix`` is None.
+    ``project``: the other files of a CLI run (``analysis.project``); it also receives what
+    this file exports. Without it resolution stays in the file.
     """
-    analysis = Analysis(tree, settings, source, fixes)
+    analysis = Analysis(tree, settings, source, fixes, project)
     try:
-        return analysis.run()
+        findings = analysis.run()
+        analysis.export()
+        return findings
     finally:
         analysis.close()
 
 
 @deep
 def analyze_source(
-    text: str, settings: Settings = DEFAULT_SETTINGS, *, fixes: bool = True
+    text: str,
+    settings: Settings = DEFAULT_SETTINGS,
+    *,
+    fixes: bool = True,
+    project: Project | None = None,
 ) -> list[Finding]:
     """Findings for one file's text (noqa not applied). Raises SyntaxError if unparsable."""
     if not mentions_flag(text):
@@ -70,7 +80,7 @@ def analyze_source(
                 tree = ast.parse(text)
         except ValueError as error:  # pragma: no cover - older Pythons report NUL this way
             raise SyntaxError(str(error)) from error
-        return analyze_tree(tree, settings, text, fixes=fixes)
+        return analyze_tree(tree, settings, text, fixes=fixes, project=project)
     finally:
         if collecting:
             gc.enable()

@@ -53,8 +53,28 @@ class Classes:
         return [kind for kind in kinds if kind.tag != "class"]
 
     def te_base(self, node: ast.ClassDef) -> str | None:
-        """The TE module class this in-file class derives from, if any."""
-        return next((k.name for k in self.outside_bases(node) if k.tag == "te_class"), None)
+        """The TE module class this in-file class derives from, if any (also through a TE
+        subclass of another file of the run, ``project``)."""
+        for kind in self.outside_bases(node):
+            if kind.tag == "te_class":
+                return kind.name
+            if kind.tag == "project_class":
+                return self.resolver.project.te_base(kind.name)  # type: ignore[union-attr]
+        return None
+
+    def project_base(self, lineage: list[ast.ClassDef]) -> Kind | None:
+        """The TE subclass of another file of the run that ``lineage`` derives from, when it
+        is the first TE base (its ``forward`` runs unless an in-file class defines one)."""
+        if self.resolver.project is None:
+            return None
+        for cls in lineage:
+            for base in cls.bases:
+                kind = self.resolver.resolve(base, None)
+                if kind.tag == "te_class":
+                    return None
+                if kind.tag == "project_class":
+                    return kind
+        return None
 
     def foreign_base(self, node: ast.ClassDef) -> str | None:
         """A base imported from a module we cannot see (maybe a TE subclass), if any."""
@@ -70,12 +90,26 @@ class Classes:
         return None
 
     def defines(self, node: ast.ClassDef, method: str) -> bool:
-        return any(method in self.symbols.class_info(cls).methods for cls in self.lineage(node))
+        lineage = self.lineage(node)
+        if any(method in self.symbols.class_info(cls).methods for cls in lineage):
+            return True
+        project = self.resolver.project
+        if project is None or method != "forward":
+            return False
+        base = self.project_base(lineage)
+        return base is not None and project.defines_forward(base.name)
 
-    def te_forward(self, te: str, lineage: list[ast.ClassDef], node: ast.ClassDef | None) -> Kind:
+    def te_forward(
+        self,
+        te: str,
+        lineage: list[ast.ClassDef],
+        node: ast.ClassDef | None,
+        bases_of: list[ast.ClassDef] | None = None,
+    ) -> Kind:
         """Calling a TE subclass whose in-file classes (``lineage``, nearest first) may define
         ``forward``: TE's own (class ``te``), or the nearest in-file one, read off its
-        signature (where it takes the flag positionally, or that it takes none)."""
+        signature (where it takes the flag positionally, or that it takes none), or that of
+        the TE subclass of another file that ``bases_of`` (else ``lineage``) derives from."""
         for owner in lineage:
             method = self.symbols.class_info(owner).methods.get("forward")
             if method is None:
@@ -88,6 +122,9 @@ class Classes:
             index, accepts = flag_parameter(method)
             takes = keyword_only_takes(method)
             return Kind("te_instance", "", node=node, index=index, rejects=not accepts, takes=takes)
+        base = self.project_base(lineage if bases_of is None else bases_of)
+        if base is not None:
+            return self.resolver.project.instance(base.name, node)  # type: ignore[union-attr]
         return Kind("te_instance", te, node=node)
 
     def passes_through(self, method: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
@@ -204,8 +241,9 @@ class Classes:
             # An in-file ancestor's own forward runs first: its signature, not TE's, decides
             # where a positional flag goes, and whether it takes one.
             # It is named after the in-file base whose class it calls (TE's own: none).
-            above = self.lineage(cls)[1:]
-            return self.te_forward(te, above, above[0] if above else None)
+            lineage = self.lineage(cls)
+            above = lineage[1:]
+            return self.te_forward(te, above, above[0] if above else None, lineage)
         foreign = self.foreign_base(cls)
         if foreign:
             return unknown(f"`{cls.name}` has {foreign}")

@@ -12,6 +12,7 @@ from dataclasses import replace
 from lint_rules.analysis import checks
 from lint_rules.analysis.fixes import FixBuilder, NoFixes
 from lint_rules.analysis.prefilter import te_file
+from lint_rules.analysis.project import Project
 from lint_rules.analysis.resolve import Resolver
 from lint_rules.analysis.symbols import ModuleSymbols, Scope
 from lint_rules.analysis.tracking import Tracker
@@ -34,7 +35,12 @@ class Analysis:
     """Run every rule over one module tree; ``fixes`` builds edits (faces that apply them)."""
 
     def __init__(
-        self, tree: ast.Module, settings: Settings, source: str | None, fixes: bool = True
+        self,
+        tree: ast.Module,
+        settings: Settings,
+        source: str | None,
+        fixes: bool = True,
+        project: Project | None = None,
     ) -> None:
         self.tree = tree
         self.source = source
@@ -55,6 +61,13 @@ class Analysis:
         self.mentions_te = source is None or any(
             TE_ROOT in text and te_file(text) for text, _ in self._texts
         )
+        self.project = project
+        self._symbols: ModuleSymbols | None = None
+        if project is not None and not self.mentions_te:
+            # It may import a TE subclass or factory of another file of the run (``project``):
+            # then a positional flag is looked for as in a file that imports TE.
+            self._symbols = ModuleSymbols(tree, source)
+            self.mentions_te = project.start(self._symbols)
         self._fixes = fixes
         self._pending = True
         self._flag_lines: list[int] | None = None
@@ -68,8 +81,8 @@ class Analysis:
     def _prepare(self) -> None:
         """What the rules ask: the file's symbols, resolution, tracking and fix building."""
         self._pending = False
-        self.symbols = ModuleSymbols(self.tree, self.source)
-        self.resolver = Resolver(self.symbols)
+        self.symbols = self._symbols or ModuleSymbols(self.tree, self.source)
+        self.resolver = Resolver(self.symbols, self.project)
         settings = self.settings
         guards = tuple(dict.fromkeys((*settings.guard_functions, settings.guard_import)))
         self.tracker = Tracker(self.symbols, guards, settings.tracked_functions)
@@ -101,6 +114,13 @@ class Analysis:
         self._share_fixes()
         self.findings.sort(key=lambda f: f.sort_key)
         return self.findings
+
+    def export(self) -> None:
+        """Tell the run (``project``) what this file exports, once its findings are known."""
+        if self.project is not None:
+            if self._pending:
+                self._prepare()
+            self.project.collect(self.resolver, self.lines() if self.source is not None else None)
 
     def close(self) -> None:
         """Break the resolver's one reference cycle (it and its ``Classes`` know each other),

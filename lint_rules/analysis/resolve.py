@@ -32,6 +32,7 @@ from lint_rules.analysis.kinds import (
     te_instance,
     unknown,
 )
+from lint_rules.analysis.project import PROJECT_TAGS, Project
 from lint_rules.analysis.symbols import ModuleSymbols, Scope, constant_str, dotted, statements
 from lint_rules.te import (
     FORWARDERS,
@@ -93,8 +94,14 @@ def _describe(node: ast.expr) -> str:
 class Resolver:
     """Resolve expressions of one file; results about classes and functions are memoised."""
 
-    def __init__(self, symbols: ModuleSymbols) -> None:
+    def __init__(self, symbols: ModuleSymbols, project: Project | None = None) -> None:
         self.symbols = symbols
+        self.project = project
+        """The other files of the run (``project``), or None: resolution stays in the file."""
+        self.qualname_kind: Callable[[str], Kind] = classify_qualname
+        """What an imported dotted name is: a TE name, an export of the run, or a qualname."""
+        if project is not None:
+            self.qualname_kind = lambda qual: project.kind(qual) or classify_qualname(qual)
         self.classes = Classes(self)
         self.resolving: set[int] = set()
         self._memo: dict[tuple[object, ...], Kind] = {}
@@ -214,12 +221,12 @@ class Resolver:
         if name in symbols.functions:
             return Kind("function", name, node=symbols.functions[name])
         if imported:
-            return join([classify_qualname(q) for q in imported])
+            return join([self.qualname_kind(q) for q in imported])
         if name in symbols.assigns:
             return join([self.resolve(v, None) for v in symbols.assigns[name]])
         for module in symbols.star_modules:
-            kind = classify_qualname(f"{module}.{name}")
-            if kind.tag in ("te_class", "reject", "forwarder"):
+            kind = self.qualname_kind(f"{module}.{name}")
+            if kind.tag in ("te_class", "reject", "forwarder", *PROJECT_TAGS):
                 return kind
         if name in _BUILTIN_NAMES:
             return Kind("qualname", name)
@@ -250,7 +257,7 @@ class Resolver:
             elif binding.how == "class" and isinstance(definition, ast.ClassDef):
                 kinds.append(Kind("class", definition.name, node=definition))
             elif binding.how == "import":
-                kinds.append(classify_qualname(binding.qualname))
+                kinds.append(self.qualname_kind(binding.qualname))
             else:
                 kinds.append(unknown(f"`{name}` is bound by a statement that is not followed"))
         return join(kinds)
@@ -342,7 +349,7 @@ class Resolver:
         head, _, rest = spelled.partition(".")
         choices = self.symbols.alias_choices.get(head, ())
         if len(choices) > 1:
-            return join([classify_qualname(f"{q}.{rest}") for q in choices])
+            return join([self.qualname_kind(f"{q}.{rest}") for q in choices])
         return self.attribute_of(self.resolve(node.value, None), node.attr)
 
     def element_of(self, kind: Kind, index: ast.expr | None = None) -> Kind:
@@ -368,12 +375,16 @@ class Resolver:
             return self.classes.instance(kind.node)
         if kind.tag == "qualname" and torch_class(kind.name):
             return NOT_TE
+        if kind.tag == "project_class":
+            return self.project.instance(kind.name)  # type: ignore[union-attr]
         return unknown("an instance of a class that is not resolved")
 
     def attribute_of(self, base: Kind, attr: str) -> Kind:
         classes = self.classes
         if base.tag == "qualname":
-            return classify_qualname(f"{base.name}.{attr}")
+            return self.qualname_kind(f"{base.name}.{attr}")
+        if base.tag == "project_class":
+            return self.project.class_attribute(base.name, attr)  # type: ignore[union-attr]
         if base.tag in ("self", "local_instance") and isinstance(base.node, ast.ClassDef):
             return classes.self_attribute(base.node, attr)
         if base.tag == "te_instance":
@@ -405,8 +416,10 @@ class Resolver:
                 return self.attribute_of(self.resolve(call.args[0], scope), name)
             return unknown("`getattr` with a name that is not a constant")
         kind = self.resolve(func, scope)
-        if kind.tag in ("te_class", "reject", "class", "pending"):
+        if kind.tag in ("te_class", "reject", "class", "pending", "project_class"):
             return self.instance_of(kind)
+        if kind.tag == "project_function":
+            return self.project.instance(kind.name)  # type: ignore[union-attr]
         if kind.tag == "method" and isinstance(kind.node, _FUNCTIONS):
             return self.returns(kind.node, None, kind.owner)
         if kind.tag == "function" and isinstance(kind.node, _FUNCTIONS):
@@ -450,14 +463,17 @@ class Resolver:
         function: ast.FunctionDef | ast.AsyncFunctionDef,
         parent: Scope | None,
         owner: ast.ClassDef | None,
+        generator: bool | None = None,
     ) -> Kind:
-        """What calling an in-file function or method returns (a factory's product)."""
-        if isinstance(function, ast.AsyncFunctionDef) or any(
-            isinstance(n, (ast.Yield, ast.YieldFrom)) for n in ast.walk(function)
-        ):
-            return unknown(f"`{function.name}` is a generator or a coroutine")
+        """What calling an in-file function or method returns (a factory's product), worked
+        out once per function. ``generator=False``: the caller knows it holds no ``yield``."""
 
         def compute() -> Kind:
+            if isinstance(function, ast.AsyncFunctionDef) or (
+                generator is not False
+                and any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in ast.walk(function))
+            ):
+                return unknown(f"`{function.name}` is a generator or a coroutine")
             scope = self.symbols.scope(function, parent, owner)
             values = [s.value for s in statements(function.body) if isinstance(s, ast.Return)]
             kinds = [self.resolve(v, scope) if v is not None else NOT_TE for v in values]

@@ -28,6 +28,7 @@ except ImportError:  # pragma: no cover - other Pythons
     from hashlib import blake2b
 
 from lint_rules import __version__
+from lint_rules.analysis.project import Export
 from lint_rules.cli.running import Outcome, Reported
 
 ENV_DIR = "TE_MICROBATCH_LINT_CACHE_DIR"
@@ -68,19 +69,25 @@ class ResultCache:
 
     def get(self, digest: str, path: str) -> Outcome | None:
         entry = self.entries.get(digest)
-        if not isinstance(entry, list) or len(entry) != 3:
+        if not isinstance(entry, list) or len(entry) != 7:
             return None
-        used, error, rows = entry
+        when, error, rows, used, names, exports, package = entry
         try:
             if error is not None:
                 return Outcome(path, error=error[0], error_line=error[1], error_column=error[2])
             found = tuple(Reported(path, **dict(zip(_FIELDS, row))) for row in rows)
+            project = {
+                "used": str(used),
+                "names": tuple(map(str, names)),
+                "exports": tuple((str(row[0]), Export(*row[1:])) for row in exports),
+                "package": None if package is None else str(package),
+            }
         except (TypeError, IndexError):
             return None
-        if self.now - used > 86400:
+        if self.now - when > 86400:
             entry[0] = self.now
             self.dirty = True
-        return Outcome(path, findings=found)
+        return Outcome(path, findings=found, **project)
 
     def put(self, outcome: Outcome) -> None:
         if not (outcome.cacheable and outcome.digest):
@@ -89,7 +96,10 @@ class ResultCache:
         if outcome.error is not None:
             error = [outcome.error, outcome.error_line, outcome.error_column]
         rows = [list(astuple(f))[1:] for f in outcome.findings]
-        self.entries[outcome.digest] = [self.now, error, rows]
+        exports = [[name, *export] for name, export in outcome.exports]
+        entry = [self.now, error, rows, outcome.used, list(outcome.names), exports]
+        entry.append(outcome.package)
+        self.entries[outcome.digest] = entry
         self.dirty = True
 
     def save(self) -> None:

@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TextIO
 
+from lint_rules.cli.crossfile import run_crossfile
 from lint_rules.cli.discovery import Discovery, _forced_out, discover
 from lint_rules.cli.formats import (
     PROG,
@@ -78,13 +79,20 @@ def _outcomes(
     files: Sequence[str],
     cache: object = None,
 ) -> Iterable[Outcome]:
-    """Every file's outcome, in order, as each finishes; progress drawn on the way."""
+    """Every file's outcome, in order, as each finishes; progress drawn on the way. Over
+    several files, TE subclasses and factories resolve across them (``crossfile``): the
+    outcomes then come once every file is analysed."""
     progress = _progress(args, len(files))
-    plan = plan_files(job, files, config.settings_of, cache, on_done=progress.advance)
+    crossfile = len(files) > 1
+    plan = plan_files(job, files, config.settings_of, cache, progress.advance, crossfile)
     workers = pool_size(plan, args.jobs, default_cpus())
+    if crossfile:
+        stream = run_crossfile(work, job, plan, workers, args.paths, progress.advance)
+    else:
+        stream = run_plan(work, job, plan, workers)
     try:
-        for planned, outcome in zip(plan.done, run_plan(work, job, plan, workers)):
-            if planned is None:  # parsed now (the others were counted when read)
+        for planned, outcome in zip(plan.done, stream):
+            if planned is None and not crossfile:  # parsed now (the others: when read)
                 progress.advance()
             if outcome.findings or outcome.diff:
                 progress.clear()

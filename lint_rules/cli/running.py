@@ -16,7 +16,7 @@ import functools
 import os
 import sys
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 try:  # the module behind hashlib.blake2b, without loading OpenSSL (a few ms at start-up)
@@ -81,6 +81,15 @@ class Outcome:
     """``fix``: how many of those have an unsafe fix that was not asked for."""
     added_imports: tuple[str, ...] = ()
     """``fix``: the dotted guards whose import the fix added."""
+    exports: tuple[tuple[str, Any], ...] = ()
+    """Checked with the other files of the run (``cli.crossfile``): its TE subclasses and
+    factories, ``(name, analysis.Export)``."""
+    names: tuple[str, ...] = ()
+    """The project names its analysis looked up (what its findings may depend on)."""
+    used: str = ""
+    """A digest of the index entries those names reached ("": none, as without an index)."""
+    package: str | None = None
+    """The package its relative imports were resolved in."""
 
 
 @dataclass(frozen=True)
@@ -173,18 +182,21 @@ def _syntax_outcome(path: str, error: SyntaxError, digest: str = "") -> Outcome:
     )
 
 
-Work = Callable[[Job, str, Settings, Any], Outcome]
+Work = Callable[..., Outcome]
+"""``work(job, path, settings, source=None, project=None)``."""
 
 
 def _guarded(work: Work) -> Work:
     """Turn any failure on one file into that file's error, so that the run goes on."""
 
     @functools.wraps(work)
-    def run(job: Job, path: str, settings: Settings, source: Any = None) -> Outcome:
+    def run(
+        job: Job, path: str, settings: Settings, source: Any = None, project: Any = None
+    ) -> Outcome:
         from lint_rules.fileio import SourceError
 
         try:
-            return work(job, path, settings, source)
+            return work(job, path, settings, source, project)
         except SourceError as error:
             return Outcome(path, error=error.reason)
         except SyntaxError as error:
@@ -197,8 +209,11 @@ def _guarded(work: Work) -> Work:
 
 
 @_guarded
-def check_file(job: Job, path: str, settings: Settings, source: Any = None) -> Outcome:
-    """Findings for one file, ``# noqa`` applied (``source``: already read, or None)."""
+def check_file(
+    job: Job, path: str, settings: Settings, source: Any = None, project: Any = None
+) -> Outcome:
+    """Findings for one file, ``# noqa`` applied (``source``: already read, or None;
+    ``project``: the other files of the run, ``analysis.Project``, or None)."""
     from lint_rules.analysis import analyze_source
     from lint_rules.fileio import read_source
     from lint_rules.noqa import filter_noqa
@@ -206,24 +221,31 @@ def check_file(job: Job, path: str, settings: Settings, source: Any = None) -> O
     source = source or read_source(path)
     digest = content_digest(settings, job.disable_noqa, source.raw)
     try:
-        findings = analyze_source(source.text, settings)
+        findings = analyze_source(source.text, settings, project=project)
     except SyntaxError as error:
         return _syntax_outcome(path, error, digest)
     if findings:
         findings, _ = filter_noqa(findings, source.text, job.disable_noqa)
     reported = _reported(path, source.text, findings)
-    return Outcome(path, findings=reported, digest=digest, cacheable=True)
+    found = {}
+    if project is not None:
+        from lint_rules.cli.crossfile import found_in
+
+        found = found_in(project)
+    return Outcome(path, findings=reported, digest=digest, cacheable=True, **found)
 
 
 @_guarded
-def fix_file(job: Job, path: str, settings: Settings, source: Any = None) -> Outcome:
+def fix_file(
+    job: Job, path: str, settings: Settings, source: Any = None, project: Any = None
+) -> Outcome:
     """Fix one file: write it (mode ``write``), or only say what would change."""
     from lint_rules.fileio import read_source, signals_held, write_source_atomic
     from lint_rules.fixing import FixError, fix_source
 
     source = source or read_source(path)
     try:
-        result = fix_source(source.text, settings, disable_noqa=job.disable_noqa)
+        result = fix_source(source.text, settings, disable_noqa=job.disable_noqa, project=project)
     except FixError as error:
         return Outcome(path, error=f"not fixed: {error}")
     notes = tuple(result.notes)
@@ -273,8 +295,9 @@ def _worker_init() -> None:
     install_cleanup_handlers()
 
 
-def _task(work: Work, job: Job, item: tuple[str, Settings]) -> Outcome:
-    return work(job, item[0], item[1], None)
+def _task(work: Work, job: Job, item: tuple[Any, ...]) -> Outcome:
+    """``item``: ``(path, settings)``, or ``(path, settings, project)``."""
+    return work(job, item[0], item[1], None, *item[2:])
 
 
 @dataclass
@@ -285,6 +308,8 @@ class Plan:
     done: list[Outcome | None]
     to_parse: list[tuple[str, Settings]]
     bytes_to_parse: int
+    passed: list[tuple[int, Settings]] = field(default_factory=list)
+    """Every file that passed the prefilter (parsed now or found in the cache): its place."""
 
 
 def plan_files(
@@ -293,15 +318,19 @@ def plan_files(
     settings_of: Callable[[str], Settings],
     cache: Any = None,
     on_done: Callable[[], None] | None = None,
+    crossfile: bool = False,
 ) -> Plan:
     """Read every file, apply the prefilter and the cache; what remains must be parsed.
 
-    ``on_done`` is called for each file finished here (the progress bar counts it)."""
+    ``on_done`` is called for each file finished here (the progress bar counts it). A cached
+    result that used the index of a run over several files serves only such a run
+    (``crossfile``), which checks that the index still answers the same (``cli.crossfile``)."""
     from lint_rules.analysis import mentions_flag
     from lint_rules.fileio import SourceError, read_source
 
     done: list[Outcome | None] = []
     to_parse: list[tuple[str, Settings]] = []
+    passed: list[tuple[int, Settings]] = []
     size = 0
     for path in files:
         outcome = None
@@ -314,16 +343,19 @@ def plan_files(
                 outcome = Outcome(path, new_text=source.text if job.mode == "stdout" else None)
             else:
                 settings = settings_of(path)
+                passed.append((len(done), settings))
                 if cache is not None and job.mode == "check":
                     digest = content_digest(settings, job.disable_noqa, source.raw)
                     outcome = cache.get(digest, path)
+                    if outcome is not None and outcome.used and not crossfile:
+                        outcome = None
                 if outcome is None:
                     to_parse.append((path, settings))
                     size += len(source.raw)
         done.append(outcome)
         if outcome is not None and on_done is not None:
             on_done()
-    return Plan(list(files), done, to_parse, size)
+    return Plan(list(files), done, to_parse, size, passed)
 
 
 def pool_size(plan: Plan, jobs: int | None, cpus: int) -> int:
@@ -346,7 +378,7 @@ def run_plan(work: Work, job: Job, plan: Plan, workers: int) -> Iterator[Outcome
 
 
 def _parse(
-    work: Work, job: Job, files: Sequence[tuple[str, Settings]], workers: int
+    work: Work, job: Job, files: Sequence[tuple[Any, ...]], workers: int
 ) -> Iterator[Outcome]:
     task = functools.partial(_task, work, job)
     if workers <= 1:

@@ -66,7 +66,12 @@ TE_PARAMETERS = {
     "Linear": ["weight", "bias"],
     "LayerNormLinear": ["layer_norm_weight", "layer_norm_bias", "weight", "bias"],
     "LayerNormMLP": [
-        "layer_norm_weight", "layer_norm_bias", "fc1_weight", "fc1_bias", "fc2_weight", "fc2_bias"
+        "layer_norm_weight",
+        "layer_norm_bias",
+        "fc1_weight",
+        "fc1_bias",
+        "fc2_weight",
+        "fc2_bias",
     ],
     "GroupedLinear": ["weight0", "bias0", "weight1", "bias1"],
 }

@@ -26,7 +26,9 @@ def test_cpu_machine_skips_everything_with_a_reason_and_exits_2() -> None:
         pytest.skip("this machine has CUDA: the command would really run")
     done = subprocess.run(
         [sys.executable, "-m", "lint_rules.runtime.gpu_check"],
-        capture_output=True, text=True, timeout=120,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert done.returncode == 2, done.stdout + done.stderr
     lines = done.stdout.splitlines()
@@ -51,8 +53,13 @@ def test_the_catalogue_covers_every_scenario_and_kind() -> None:
         assert ("fp8 repeated layer tracked", kind) in names
         assert ("fp8 repeated layer none", kind) in names
     scenarios = {c.scenario for c in gpu_check.checks()}
-    assert {"gradient oracle fixed", "gradient oracle fixed fp8", "resume without RNG state",
-            "monitor unguarded", "monitor fp8 flag not re-armed"} <= scenarios
+    assert {
+        "gradient oracle fixed",
+        "gradient oracle fixed fp8",
+        "resume without RNG state",
+        "monitor unguarded",
+        "monitor fp8 flag not re-armed",
+    } <= scenarios
     fp8 = {c.scenario for c in gpu_check.checks() if c.fp8}
     named = {n for n in scenarios if n.startswith(("fp8 ", "monitor fp8")) or n.endswith(" fp8")}
     assert fp8 == named

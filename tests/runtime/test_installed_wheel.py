@@ -44,9 +44,18 @@ def test_installed_wheel_builds_the_model_and_runs_gpu_check(tmp_path: Path) -> 
     shutil.copytree(PROJECT, source, ignore=skip)
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "-q"]
     subprocess.run(
-        [*pip, "wheel", "--no-deps", "--no-build-isolation", "-w", str(tmp_path / "dist"),
-         str(source)],
-        check=True, capture_output=True, timeout=300,
+        [
+            *pip,
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(tmp_path / "dist"),
+            str(source),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
     )
     (wheel,) = (tmp_path / "dist").glob("*.whl")
     names = zipfile.ZipFile(wheel).namelist()
@@ -54,20 +63,32 @@ def test_installed_wheel_builds_the_model_and_runs_gpu_check(tmp_path: Path) -> 
     assert "lint_rules/runtime/fixtures/megatron_guard.py" in names
     assert not any(n.startswith(("tests/", "fixtures/")) for n in names)
     site = tmp_path / "site"
-    subprocess.run([*pip, "install", "--no-deps", "--target", str(site), str(wheel)],
-                   check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [*pip, "install", "--no-deps", "--target", str(site), str(wheel)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
 
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     env = {**os.environ, "PYTHONPATH": str(site), "PYTHONWARNINGS": "ignore"}
     done = subprocess.run(
         [sys.executable, "-c", SCRIPT, str(site), str(elsewhere / "out")],
-        cwd=elsewhere, env=env, capture_output=True, text=True, timeout=300,
+        cwd=elsewhere,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert done.returncode == 0 and "installed ok" in done.stdout, done.stdout + done.stderr
     check = subprocess.run(
         [sys.executable, "-m", "lint_rules.runtime.gpu_check", "-k", "oracle"],
-        cwd=elsewhere, env=env, capture_output=True, text=True, timeout=300,
+        cwd=elsewhere,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert "gradient oracle fixed" in check.stdout and "summary:" in check.stdout, check.stderr
     no_cuda = "no CUDA" in check.stdout.splitlines()[0]

@@ -21,6 +21,7 @@ from lint_rules.runtime.monitor import (  # noqa: E402
 
 # -- the runtime suite's shared-layer model (lint_rules.runtime.shared_layer) ---------
 
+
 def build(variant: str, backend: Backend, **config: Any) -> Any:
     """The fixture's Training (unguarded as written, or after the project's codemod)."""
     from lint_rules.runtime.shared_layer import build_shared_layer_training
@@ -88,18 +89,14 @@ def test_suite_model_unguarded_fp8_rearm_is_flagged_every_step(backend: Backend)
 
 @pytest.mark.parametrize("rearm", [False, True])
 @pytest.mark.parametrize("only_fused", [False, True])
-def test_suite_model_fixed_is_silent(
-    backend: Backend, rearm: bool, only_fused: bool
-) -> None:
+def test_suite_model_fixed_is_silent(backend: Backend, rearm: bool, only_fused: bool) -> None:
     found, mon = _train(build("fixed", backend), steps=3, rearm=rearm, only_fused=only_fused)
     assert set(mon.watched) == {"mtp_layer"} and found == [] and mon.hazards == []
 
 
 @pytest.mark.parametrize("variant", ["unguarded", "fixed"])
 @pytest.mark.parametrize("rearm", [False, True])
-def test_suite_model_without_sharing_is_silent(
-    backend: Backend, variant: str, rearm: bool
-) -> None:
+def test_suite_model_without_sharing_is_silent(backend: Backend, variant: str, rearm: bool) -> None:
     """One depth: the unguarded flag (True once per step at most, then False) is intended use."""
     found, mon = _train(build(variant, backend, mtp_num_layers=1), steps=3, rearm=rearm)
     assert set(mon.watched) == {"mtp_layer"} and found == [] and mon.hazards == []

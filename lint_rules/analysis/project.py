@@ -1,0 +1,224 @@
+"""Cross-file resolution: what the other files of a run export, for one file's analysis.
+
+When the CLI checks several files, each file's analysis gets a ``Project``: its module's
+package (for relative imports) and the run's index, ``qualname -> Export``, of the TE
+subclasses and the factories of TE modules that the other files define at module level. An
+imported name found in the index resolves as the in-file class or function would: an instance
+is a TE module of the class's layout (its own ``forward``'s, or its TE base's), named after the
+class, ``X.forward`` is the unbound forward of its TE base, a subclass of it is a TE subclass.
+Anything else imported stays what it is without an index (a base defined outside the file, a
+value not resolved).
+
+The analysis fills the ``Project`` in turn: what this file exports (``exports``, computed by
+the same ``Classes`` and ``Resolver`` as every in-file answer) and the project names its
+resolution looked up (``names``), so that the CLI knows when a file must be analysed again
+(an answer it used changed) and what its cached result depends on (``used``). Without a
+``Project`` (flake8, one file, stdin) nothing here runs.
+"""
+
+from __future__ import annotations
+
+import ast
+from bisect import bisect_left
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, NamedTuple
+
+from lint_rules.analysis.kinds import NOT_TE, UNKNOWN, Kind
+from lint_rules.analysis.symbols import statements
+from lint_rules.te import TE_ROOT
+
+if TYPE_CHECKING:
+    from lint_rules.analysis.resolve import Resolver
+    from lint_rules.analysis.symbols import ModuleSymbols
+
+
+class Export(NamedTuple):
+    """A module-level name of a project file that is a TE subclass or a TE module factory.
+
+    Plain data (a tuple), so that it crosses to worker processes and into the result cache.
+    """
+
+    kind: str
+    """``"class"`` (a TE subclass) or ``"factory"`` (a function that returns a TE module)."""
+    label: str
+    """The class messages name (for a factory, its product's class if defined in the project)."""
+    cls: str
+    """The TE class whose ``forward`` runs ("" when only the layout is known)."""
+    index: int | None
+    """The flag's positional index read off a project ``forward`` (else the TE class's)."""
+    rejects: bool
+    """A project ``forward`` that takes no flag."""
+    takes: int | None
+    """A project ``forward`` that takes the flag keyword-only: its positional arguments."""
+    te_base: str = ""
+    """A class: the TE module class it derives from."""
+    forward: bool = False
+    """A class: it (or a project ancestor) defines ``forward``."""
+
+
+PROJECT_TAGS = ("project_class", "project_function")
+"""The ``Kind`` tags of an imported export (``name``: its absolute qualname)."""
+
+
+def absolute(qual: str, package: str | None) -> str | None:
+    """``..layers.X`` imported in a module of package ``package`` (``a.b``): ``a.layers.X``."""
+    if not qual.startswith("."):
+        return qual
+    rest = qual.lstrip(".")
+    level = len(qual) - len(rest)
+    if package is None:
+        return None
+    parts = package.split(".") if package else []
+    if level - 1 > len(parts) or not parts:
+        return None
+    base = parts[: len(parts) - (level - 1)]
+    return ".".join([*base, rest]) if rest else ".".join(base)
+
+
+def matched(names: Iterable[str], keys: list[str]) -> list[str]:
+    """The index keys (``keys``, sorted) that ``names`` reach: a name itself, or every key
+    under it when it is a module (``import pkg.layers as L`` reaches ``pkg.layers.X``)."""
+    found = []
+    for name in names:
+        at = bisect_left(keys, name)
+        while at < len(keys) and (keys[at] == name or keys[at].startswith(name + ".")):
+            found.append(keys[at])
+            at += 1
+    return sorted(set(found))
+
+
+class Project:
+    """One file's view of the run (``package``, ``index``) and what its analysis found."""
+
+    def __init__(self, package: str | None, index: Mapping[str, Export]) -> None:
+        self.package = package
+        self.index = index
+        self.exports: dict[str, Export] = {}
+        """Module-level names of this file that are TE subclasses or factories."""
+        self.names: set[str] = set()
+        """Absolute qualnames outside TE that the file imports at module level (when it does
+        not import TE) or that its resolution looked up."""
+        self._labels: dict[str, ast.ClassDef] = {}
+
+    def start(self, symbols: ModuleSymbols) -> bool:
+        """For a file that does not import TE: note its module-level imports, and say whether
+        a positional flag may reach a TE module (it imports something the index holds). A file
+        that imports TE resolves every call that may pass a positional flag, so its lookups
+        say what it uses; in another file such calls are resolved only when an import reaches
+        the index."""
+        imported = [*symbols.star_modules]
+        for choices in symbols.alias_choices.values():
+            imported.extend(choices)
+        names = {a for a in (absolute(q, self.package) for q in imported) if a is not None}
+        names = {n for n in names if not _is_te(n)}
+        self.names.update(names)
+        return bool(self.index) and bool(matched(names, sorted(self.index)))
+
+    def kind(self, qual: str) -> Kind | None:
+        """An imported qualname's meaning when the index holds it (else None)."""
+        name = absolute(qual, self.package)
+        if name is None or _is_te(name):
+            return None
+        self.names.add(name)
+        export = self.index.get(name)
+        if export is None:
+            return None
+        return Kind(PROJECT_TAGS[export.kind == "factory"], name)
+
+    def label_node(self, qual: str, label: str) -> ast.ClassDef | None:
+        """A stand-in class node that names a project class in messages (one per class, so
+        that ``join`` tells two classes apart as it does in-file classes)."""
+        if not label:
+            return None
+        node = self._labels.get(qual)
+        if node is None:
+            node = ast.ClassDef(name=label, bases=[], keywords=[], body=[], decorator_list=[])
+            self._labels[qual] = node
+        return node
+
+    def instance(self, qual: str, node: ast.ClassDef | None = None) -> Kind:
+        """An instance of a project class (a factory's product): the TE module it is, named
+        after ``node`` (an in-file subclass) or else the project class."""
+        export = self.index[qual]
+        if node is None:
+            node = self.label_node(qual, export.label)
+        return Kind(
+            "te_instance",
+            export.cls,
+            node=node,
+            index=export.index,
+            rejects=export.rejects,
+            takes=export.takes,
+        )
+
+    def te_base(self, qual: str) -> str:
+        return self.index[qual].te_base
+
+    def defines_forward(self, qual: str) -> bool:
+        return self.index[qual].forward
+
+    def class_attribute(self, qual: str, attr: str) -> Kind:
+        """``X.attr`` on a project class, as ``Classes.class_attribute`` answers in-file."""
+        export = self.index[qual]
+        if export.kind == "factory":
+            return UNKNOWN
+        if attr == "forward":
+            return NOT_TE if export.forward else Kind("unbound", export.te_base)
+        return UNKNOWN
+
+    def collect(self, resolver: Resolver, lines: list[str] | None = None) -> None:
+        """What this file exports: module-level TE subclasses, factories of TE modules, and
+        names it imports from the index (a package's ``__init__`` re-exporting them).
+        ``lines``: the source's, where a function that never spells ``yield`` is told not to
+        be a generator without walking it."""
+        symbols = resolver.symbols
+        classes = resolver.classes
+        for name, node in symbols.classes.items():
+            te = classes.te_base(node)
+            if te:
+                forward = classes.defines(node, "forward")
+                self.exports[name] = _export("class", classes.instance(node), name, te, forward)
+        for name, function in symbols.functions.items():
+            if not _may_return_module(function):
+                continue
+            generator = None
+            if lines is not None:
+                text = lines[function.lineno - 1 : function.end_lineno]
+                generator = None if any("yield" in line for line in text) else False
+            kind = resolver.returns(function, None, None, generator)
+            if kind.tag == "te_instance":
+                label = kind.node.name if isinstance(kind.node, ast.ClassDef) else ""
+                self.exports[name] = _export("factory", kind, label)
+        for name, choices in symbols.alias_choices.items():
+            target = absolute(choices[0], self.package) if len(choices) == 1 else None
+            if target is not None and target in self.index and name not in self.exports:
+                self.exports[name] = self.index[target]
+
+
+def _export(kind: str, value: Kind, label: str, te: str = "", forward: bool = False) -> Export:
+    return Export(kind, label, value.name, value.index, value.rejects, value.takes, te, forward)
+
+
+_MAY_BE_MODULE = (
+    ast.Name,
+    ast.Attribute,
+    ast.Subscript,
+    ast.Call,
+    ast.IfExp,
+    ast.NamedExpr,
+    ast.BinOp,
+)
+"""The expressions ``Resolver.resolve`` can find a TE module in (a literal, a container, a
+comparison... is never one)."""
+
+
+def _may_return_module(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether a module-level function has a ``return`` whose value may be a TE module."""
+    return any(
+        type(stmt) is ast.Return and isinstance(stmt.value, _MAY_BE_MODULE)  # type: ignore[attr-defined]
+        for stmt in statements(function.body)
+    )
+
+
+def _is_te(name: str) -> bool:
+    return name == TE_ROOT or name.startswith(TE_ROOT + ".")

@@ -1,0 +1,202 @@
+"""A run over several files: TE subclasses and factories resolve across the files of the run.
+
+Every file that passes the prefilter is analysed once as usual, with an empty index
+(``analysis.Project``); its analysis says what it exports (module-level TE subclasses and
+factories of TE modules) and which project names it looked up. The exports make the run's
+index, ``module.name -> Export``, under each name the file's module goes by: its package
+path (folders holding ``__init__.py``) and its path below each directory the run was given
+(with and without that directory's own name, for namespace packages). A file whose names reach
+an index entry is analysed again with the index, and so on while exports change (a subclass
+of a subclass two files away): in a real project one more pass over a few files. Files that
+fail the prefilter are never parsed, so a class defined only there is not in the index.
+
+Results depend on the index only through the entries a file's names reach: ``used`` is their
+digest, stored with the file's cached result and compared before the result is served.
+"""
+
+from __future__ import annotations
+
+import os
+from bisect import bisect_left
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
+
+try:  # the module behind hashlib.blake2b, without loading OpenSSL
+    from _blake2 import blake2b
+except ImportError:  # pragma: no cover - other Pythons
+    from hashlib import blake2b
+
+from lint_rules.analysis import Export, Project
+from lint_rules.analysis.project import matched
+from lint_rules.cli.running import Job, Outcome, Plan, Work, _parse, check_file
+
+MAX_ROUNDS = 8
+"""Passes after the first; each follows a chain of subclasses one file further."""
+
+REDO_POOL_MIN = 16
+"""Files analysed again in one pass below which no process pool is started for them."""
+
+Index = dict[str, Export]
+
+
+def used_digest(names: Sequence[str], index: Mapping[str, Export], keys: list[str]) -> str:
+    """What ``names`` read from the index (``keys``: its keys, sorted): "" when nothing."""
+    hits = matched(names, keys)
+    if not hits:
+        return ""
+    text = repr([(key, tuple(index[key])) for key in hits])
+    return blake2b(text.encode("utf-8", "backslashreplace"), digest_size=16).hexdigest()
+
+
+def found_in(project: Project) -> dict[str, Any]:
+    """The ``Outcome`` fields of a file analysed with ``project``."""
+    names = tuple(sorted(project.names))
+    return {
+        "exports": tuple(sorted(project.exports.items())),
+        "names": names,
+        "used": used_digest(names, project.index, sorted(project.index)),
+        "package": project.package,
+    }
+
+
+class Modules:
+    """The module names of the run's files, from their paths (``roots``: the run's paths)."""
+
+    def __init__(self, roots: Sequence[str]) -> None:
+        self.roots = [os.path.abspath(r) for r in roots if os.path.isdir(r)]
+        self._packages: dict[str, bool] = {}
+
+    def _is_package(self, folder: str) -> bool:
+        known = self._packages.get(folder)
+        if known is None:
+            known = self._packages[folder] = os.path.isfile(os.path.join(folder, "__init__.py"))
+        return known
+
+    def names(self, path: str) -> tuple[list[str], str | None]:
+        """The dotted names the file's module goes by, and its package (relative imports)."""
+        full = os.path.abspath(path)
+        folder, base = os.path.split(full)
+        stem = base.rsplit(".", 1)[0]
+        leaf = [] if stem == "__init__" else [stem]
+        chain: list[str] = []
+        up = folder
+        while self._is_package(up) and os.path.dirname(up) != up:
+            chain.insert(0, os.path.basename(up))
+            up = os.path.dirname(up)
+        found = [".".join(chain + leaf)] if chain or leaf else []
+        for root in self.roots:
+            if not full.startswith(root + os.sep):
+                continue
+            rel = os.path.relpath(folder, root)
+            parts = ([] if rel == os.curdir else rel.split(os.sep)) + leaf
+            found.append(".".join(parts))
+            found.append(".".join([os.path.basename(root), *parts]))
+        unique = [n for n in dict.fromkeys(found) if all(p.isidentifier() for p in n.split("."))]
+        return unique, ".".join(chain) if chain else None
+
+
+def build_index(outcomes: list[Outcome | None], names: dict[int, list[str]]) -> Index:
+    """Every file's exports under each of its module's names; a name two files export
+    differently is left out (not resolved, as without an index)."""
+    index: Index = {}
+    clashes: set[str] = set()
+    for place, modules in names.items():
+        outcome = outcomes[place]
+        for name, export in outcome.exports if outcome is not None else ():
+            for module in modules:
+                key = f"{module}.{name}"
+                if index.setdefault(key, export) != export:
+                    clashes.add(key)
+    for key in clashes:
+        del index[key]
+    return index
+
+
+def reaches(name: str, modules: set[str], ordered: list[str]) -> bool:
+    """Whether a name a file looked up may be a module of the run or in one (``ordered``:
+    ``modules`` sorted): ``pkg``, ``pkg.layers`` or ``pkg.layers.X`` for ``pkg/layers.py``."""
+    parts = name.split(".")
+    if any(".".join(parts[:end]) in modules for end in range(1, len(parts) + 1)):
+        return True
+    at = bisect_left(ordered, name + ".")
+    return at < len(ordered) and ordered[at].startswith(name + ".")
+
+
+def run_crossfile(
+    work: Work,
+    job: Job,
+    plan: Plan,
+    workers: int,
+    roots: Sequence[str],
+    on_parsed: Callable[[], None] | None = None,
+) -> Iterator[Outcome]:
+    """Every file's outcome, in order (``work``: the command's; for ``fix``, every file is
+    analysed first, then fixed with the settled index). A file whose names reach no module of
+    the run cannot depend on the index: its outcome is given as soon as those before it are;
+    the others once the index has settled."""
+    modules = Modules(roots)
+    layout = {place: modules.names(plan.files[place]) for place, _ in plan.passed}
+    module_names = {place: names for place, (names, _) in layout.items()}
+    every = {name for names in module_names.values() for name in names}
+    ordered = sorted(every)
+    settings = dict(plan.passed)
+    checking = work is check_file
+    check = job if checking else Job(disable_noqa=job.disable_noqa, mode="check")
+    outcomes: list[Outcome | None] = list(plan.done) if checking else [None] * len(plan.files)
+
+    def analyse(places: list[int], index: Index, first: bool = False) -> Iterator[None]:
+        items = [(plan.files[p], settings[p], Project(layout[p][1], index)) for p in places]
+        pool = workers if first or len(places) >= REDO_POOL_MIN else 1
+        for place, outcome in zip(places, _parse(check_file, check, items, pool)):
+            outcomes[place] = outcome
+            if first and on_parsed is not None:
+                on_parsed()
+            yield
+
+    def final(place: int) -> bool:
+        """Whether the outcome at ``place`` is known and cannot depend on the index."""
+        outcome = outcomes[place]
+        if outcome is None or outcome.error is not None or place not in settings:
+            return outcome is not None
+        known = finals.get(place)
+        if known is None:
+            known = finals[place] = (
+                not outcome.used
+                and outcome.package == layout[place][1]
+                and not any(reaches(name, every, ordered) for name in outcome.names)
+            )
+        return known
+
+    finals: dict[int, bool] = {}
+
+    def stale(place: int, index: Index, keys: list[str]) -> bool:
+        outcome = outcomes[place]
+        assert outcome is not None
+        if outcome.error is not None:
+            return False  # not parsed: nothing it could use
+        used = used_digest(outcome.names, index, keys)
+        return outcome.used != used or outcome.package != layout[place][1]
+
+    given = 0
+    for _ in analyse([p for p, _ in plan.passed if outcomes[p] is None], {}, first=True):
+        while checking and given < len(outcomes) and final(given):
+            yield outcomes[given]  # type: ignore[misc]
+            given += 1
+    index: Index = {}
+    for _ in range(MAX_ROUNDS):
+        index = build_index(outcomes, module_names)
+        keys = sorted(index)
+        again = [place for place, _ in plan.passed if stale(place, index, keys)]
+        if not again:
+            break
+        for _ in analyse(again, index):
+            pass
+    if checking:
+        yield from outcomes[given:]  # type: ignore[misc]
+        return
+    places = [p for p, _ in plan.passed]
+    items = [(plan.files[p], settings[p], Project(layout[p][1], index)) for p in places]
+    fixed = _parse(work, job, items, workers)
+    to_fix = set(places)
+    for place, outcome in enumerate(plan.done):
+        yield next(fixed) if place in to_fix else outcome  # type: ignore[misc]
