@@ -69,8 +69,8 @@ def absolute(qual: str, package: str | None) -> str | None:
     if package is None:
         return None
     parts = package.split(".") if package else []
-    if level - 1 > len(parts) or not parts:
-        return None
+    if level - 1 >= len(parts):
+        return None  # above the top-level package: an ImportError
     base = parts[: len(parts) - (level - 1)]
     return ".".join([*base, rest]) if rest else ".".join(base)
 

@@ -177,8 +177,11 @@ def run_crossfile(
         used = used_digest(outcome.names, index, keys)
         return outcome.used != used or outcome.package != layout[place][1]
 
+    # The first pass reads the exports of the files found in the cache: in an incremental run
+    # a changed file that uses them is then analysed once, not twice.
     given = 0
-    for _ in analyse([p for p, _ in plan.passed if outcomes[p] is None], {}, first=True):
+    cached = build_index(outcomes, module_names)
+    for _ in analyse([p for p, _ in plan.passed if outcomes[p] is None], cached, first=True):
         while checking and given < len(outcomes) and final(given):
             yield outcomes[given]  # type: ignore[misc]
             given += 1
