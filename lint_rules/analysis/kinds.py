@@ -76,8 +76,10 @@ class Kind:
     ``reject``, ``graphed``, ``forwarder`` (calls its first argument), ``container`` (``element``
     holds what it contains, ``items`` each item when known), ``class`` / ``local_instance`` /
     ``self`` / ``super`` (an in-file class, ``node``), ``method`` and ``function`` (in-file,
-    ``node`` the definition), ``qualname`` (a dotted name outside TE), ``not_te``, ``unknown``
-    (``name`` says why) and ``pending`` (a value being resolved: a cycle, ignored by ``join``).
+    ``node`` the definition), ``project_class`` / ``project_function`` (a TE subclass or a TE
+    module factory of another file of the run, ``name`` its qualname: ``project``),
+    ``qualname`` (a dotted name outside TE), ``not_te``, ``unknown`` (``name`` says why) and
+    ``pending`` (a value being resolved: a cycle, ignored by ``join``).
 
     A value, never changed once made. A plain class with slots, not a frozen dataclass:
     resolution makes tens of thousands of them per thousand files, and a frozen dataclass

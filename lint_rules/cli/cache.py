@@ -69,9 +69,9 @@ class ResultCache:
 
     def get(self, digest: str, path: str) -> Outcome | None:
         entry = self.entries.get(digest)
-        if not isinstance(entry, list) or len(entry) != 7:
+        if not isinstance(entry, list) or len(entry) != 8:
             return None
-        when, error, rows, used, names, exports, package = entry
+        when, error, rows, used, names, exports, package, indexed = entry
         try:
             if error is not None:
                 return Outcome(path, error=error[0], error_line=error[1], error_column=error[2])
@@ -81,6 +81,7 @@ class ResultCache:
                 "names": tuple(map(str, names)),
                 "exports": tuple((str(row[0]), Export(*row[1:])) for row in exports),
                 "package": None if package is None else str(package),
+                "indexed": indexed is True,
             }
         except (TypeError, IndexError):
             return None
@@ -98,7 +99,7 @@ class ResultCache:
         rows = [list(astuple(f))[1:] for f in outcome.findings]
         exports = [[name, *export] for name, export in outcome.exports]
         entry = [self.now, error, rows, outcome.used, list(outcome.names), exports]
-        entry.append(outcome.package)
+        entry += [outcome.package, outcome.indexed]
         self.entries[outcome.digest] = entry
         self.dirty = True
 

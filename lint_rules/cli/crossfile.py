@@ -56,6 +56,7 @@ def found_in(project: Project) -> dict[str, Any]:
         "names": names,
         "used": used_digest(names, project.index, sorted(project.index)),
         "package": project.package,
+        "indexed": True,
     }
 
 

@@ -90,6 +90,8 @@ class Outcome:
     """A digest of the index entries those names reached ("": none, as without an index)."""
     package: str | None = None
     """The package its relative imports were resolved in."""
+    indexed: bool = False
+    """Analysed as a file of a run over several files (``exports`` and ``names`` are known)."""
 
 
 @dataclass(frozen=True)
@@ -347,8 +349,10 @@ def plan_files(
                 if cache is not None and job.mode == "check":
                     digest = content_digest(settings, job.disable_noqa, source.raw)
                     outcome = cache.get(digest, path)
-                    if outcome is not None and outcome.used and not crossfile:
-                        outcome = None
+                    if outcome is not None and outcome.error is None:
+                        usable = outcome.indexed if crossfile else not outcome.used
+                        if not usable:  # analysed alone, or it used the other files
+                            outcome = None
                 if outcome is None:
                     to_parse.append((path, settings))
                     size += len(source.raw)
