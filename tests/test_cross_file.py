@@ -1,8 +1,9 @@
 """TE subclasses and factories defined in one file of a run and used in another.
 
 ``fixtures/project/pkg`` is a small package: ``layers.py`` defines TE subclasses and factories,
-``model.py`` imports them (absolutely, relatively, through the module), ``sub/blocks.py``
-subclasses one two directories away and ``sub/stack.py`` uses that subclass. The inline
+``model.py`` imports them (absolutely, relatively, through the module; ``star.py`` with ``*``),
+``sub/blocks.py`` subclasses one two directories away and ``sub/stack.py`` uses that subclass.
+The inline
 markers are the findings of ``check`` on the whole directory; a file checked alone (or by
 flake8, which sees one file at a time) keeps today's answers: the keyword calls unresolved,
 no positional flag.
@@ -56,6 +57,7 @@ def relative_markers() -> Found:
 ALONE = {
     "model.py": {(28, 27, "TEM001"), (40, 32, "TEM001"), (49, 30, "TEM001")},
     "stack.py": {(18, 34, "TEM001"), (18, 34, "TEM005")},
+    "star.py": {(17, 18, "TEM001")},
 }
 """Each file checked by itself: the keyword calls of imported classes unresolved (reported,
 as every unresolved callee), positional flags not looked for (no TE import)."""
@@ -70,6 +72,8 @@ def test_the_directory_resolves_across_its_files(capsys: pytest.CaptureFixture[s
     assert "unresolved `self.plain`" in messages[("model.py", 49, "TEM001")]  # not in the index
     assert "TE BiasLinear `super().forward`" in messages[("blocks.py", 9, "TEM002")]
     assert "TE ScaledLinear `self.layer`" in messages[("stack.py", 18, "TEM001")]
+    assert "TE Scaled `scaled`" in messages[("star.py", 16, "TEM002")]
+    assert "TE MyLinear `fc`" in messages[("star.py", 17, "TEM001")]
 
 
 def test_parallel_run_gives_the_same(capsys: pytest.CaptureFixture[str]) -> None:
@@ -132,11 +136,11 @@ def test_cache_is_invalidated_by_the_file_a_result_used(
     del parsed[:]
     first, _ = check(capsys, *cache)
     assert first == {str(project / k): v for k, v in relative_markers().items()}
-    # Four files pass the prefilter; model.py and blocks.py import layers.py's exports (parsed
-    # again with the index), stack.py imports the subclass blocks.py then exports (again).
-    assert len(parsed) == 7
+    # Five files pass the prefilter; model.py, blocks.py and star.py import layers.py's exports
+    # (parsed again with the index), stack.py imports the subclass blocks.py then exports.
+    assert len(parsed) == 5 + 3 + 1
     again, _ = check(capsys, *cache)
-    assert again == first and len(parsed) == 7  # the second run parsed nothing
+    assert again == first and len(parsed) == 9  # the second run parsed nothing
     # BiasLinear now takes the flag second: model.py's results change, though it did not.
     layers = project / "pkg" / "layers.py"
     layers.write_text(
