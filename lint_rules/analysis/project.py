@@ -21,6 +21,7 @@ from __future__ import annotations
 import ast
 from bisect import bisect_left
 from collections.abc import Iterable, Mapping
+from itertools import accumulate
 from typing import TYPE_CHECKING, NamedTuple
 
 from lint_rules.analysis.kinds import NOT_TE, UNKNOWN, Kind
@@ -178,13 +179,16 @@ class Project:
             if te:
                 forward = classes.defines(node, "forward")
                 self.exports[name] = _export("class", classes.instance(node), name, te, forward)
+        marks: list[int] | None = None  # lines up to each line that spell `yield`
         for name, function in symbols.functions.items():
             if not _may_return_module(function):
                 continue
             generator = None
             if lines is not None:
-                text = lines[function.lineno - 1 : function.end_lineno]
-                generator = None if any("yield" in line for line in text) else False
+                if marks is None:
+                    marks = list(accumulate(("yield" in line for line in lines), initial=0))
+                last = min(function.end_lineno or function.lineno, len(marks) - 1)
+                generator = None if marks[last] > marks[function.lineno - 1] else False
             kind = resolver.returns(function, None, None, generator)
             if kind.tag == "te_instance":
                 label = kind.node.name if isinstance(kind.node, ast.ClassDef) else ""

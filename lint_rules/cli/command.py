@@ -17,7 +17,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TextIO
 
-from lint_rules.cli.crossfile import run_crossfile
 from lint_rules.cli.discovery import Discovery, _forced_out, discover
 from lint_rules.cli.formats import (
     PROG,
@@ -87,6 +86,8 @@ def _outcomes(
     plan = plan_files(job, files, config.settings_of, cache, progress.advance, crossfile)
     workers = pool_size(plan, args.jobs, default_cpus())
     if crossfile:
+        from lint_rules.cli.crossfile import run_crossfile
+
         stream = run_crossfile(work, job, plan, workers, args.paths, progress.advance)
     else:
         stream = run_plan(work, job, plan, workers)
