@@ -47,6 +47,15 @@ PIECES = [
     "as",
     "pytorch",
     "MultiheadAttention",
+    ",",
+    ";",
+    ":",
+    "\\",
+    "\\\n",
+    "\\\r\n",
+    "\f",
+    "try",
+    "reimport",
 ]
 
 CASES = [
@@ -72,6 +81,20 @@ CASES = [
     "nn. Linear",
     "LayerNormLinear(",
     "",
+    "try: import transformer_engine.pytorch as te",
+    "if HAVE_TE: from transformer_engine.pytorch import Linear",
+    "import torch, transformer_engine.pytorch as te",
+    "import torch; import transformer_engine.pytorch as te",
+    "\fimport transformer_engine",
+    "from \\\ntransformer_engine.pytorch import Linear",
+    "from \\\r\n  transformer_engine import x",
+    "a\rb\rimport transformer_engine\r",
+    "import\\transformer_engine",
+    "reimport transformer_engine",
+    "importtransformer_engine",
+    "x = transformer_engine",
+    "from megatron.core.extensions import transformer_engine",
+    "tenn.Linear",
 ]
 
 
@@ -93,4 +116,9 @@ def test_generated_texts(pieces: list[str]) -> None:
 
 def test_prefilter_still_admits_a_te_class_file() -> None:
     assert mentions_flag("import transformer_engine.pytorch as te\nl = te.Linear(1, 1)\n")
-    assert not mentions_flag("import transformer_engine.pytorch as te\nl = nn.Linear(1, 1)\n")
+    # `nn` may be TE itself (`import transformer_engine.pytorch as nn`): a class word counts.
+    assert mentions_flag("import transformer_engine.pytorch as nn\nl = nn.Linear(1, 1)\n")
+    assert mentions_flag("try: import transformer_engine.pytorch as te\nexcept: pass\nte.Linear")
+    assert mentions_flag("import torch\rimport transformer_engine.pytorch as te\rte.Linear\r")
+    assert not mentions_flag("from torch import nn\nl = nn.Linear(1, 1)\n")
+    assert not mentions_flag('x = "requires transformer_engine"\nLinear = 1\n')

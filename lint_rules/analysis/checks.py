@@ -107,11 +107,11 @@ def check_call(a: Analysis, call: ast.Call, ctx: Context) -> None:
             keyword = kw
         elif kw.arg is None:
             splats.append(kw)
-    if keyword is None:
-        positional = len(call.args) >= 2 and a.mentions_te and may_be_module(a, call.func)
-        # (a positional flag needs a TE class, and a TE class needs a TE import)
-        if not positional and not (splats and a.spells_flag_around(call, ctx)):
-            return  # a splat can only pass the flag if it is put in the mapping in view
+    if keyword is None and not splats:
+        if len(call.args) < 2 or not a.mentions_te:
+            return  # a positional flag needs a TE class, and a TE class needs a TE import
+        if not may_be_module(a, call.func):
+            return
     scope = a.scope_of(ctx)
     callee = a.resolver.callee(call, scope)
     if isinstance(callee, TERejects):

@@ -174,8 +174,8 @@ def _is_word(char: str) -> bool:
 def may_nest_class(source: str) -> bool:
     """Whether a ``class`` statement may stand below the top of the module: some line starts
     with an indented ``class`` (a ``class`` statement always starts its line)."""
-    if "\r" in source:
-        return True  # lines that end in a carriage return alone: not searched here
+    if "\r" in source or "\\\n" in source:
+        return True  # lines that end in a carriage return alone, or continued: not searched here
     at = source.find("class")
     while at >= 0:
         start = source.rfind("\n", 0, at) + 1

@@ -5,7 +5,6 @@ from __future__ import annotations
 import ast
 import functools
 import unicodedata
-from bisect import bisect_left
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 
@@ -20,7 +19,6 @@ from lint_rules.analysis.walk import (
     MODULE_CONTEXT,
     Context,
     Walker,
-    flag_lines,
     interesting_lines,
     loop_bound_names,
     loop_runs_backward,
@@ -70,7 +68,6 @@ class Analysis:
             self.mentions_te = project.start(self._symbols)
         self._fixes = fixes
         self._pending = True
-        self._flag_lines: list[int] | None = None
         """No call has been looked at yet: symbols, resolver, tracker and fixes not made."""
         self.findings: list[Finding] = []
         self.reported_keys: set[int] = set()
@@ -95,20 +92,14 @@ class Analysis:
         )
 
     def run(self) -> list[Finding]:
-        marks = outer = None
+        marks = None
         if self.source is not None:
-            marks = _merged(
-                interesting_lines(t, lines or self.lines, self.mentions_te)
-                for t, lines in self._texts
-            )
+            te = self.mentions_te
+            marks = _merged(interesting_lines(t, ls or self.lines, te) for t, ls in self._texts)
             if not marks:
                 return self.findings  # no line can hold a call a rule looks at
-            if not self.mentions_te:
-                # Outside functions only what spells the flag can hold a finding: a splat in
-                # a function passes it only if the mapping gets it in the function around it.
-                outer = self._flag_lines = self.flag_lines()
         positional = 2 if self.mentions_te else 1 << 30
-        walker = Walker(self._on_call, marks, positional, outer)
+        walker = Walker(self._on_call, marks, positional)
         walker.walk_body(self.tree.body, MODULE_CONTEXT)
         checks.tem005_called_twice(self)
         self._share_fixes()
@@ -151,27 +142,6 @@ class Analysis:
             return cached
         parent = self.scope_of(outer) if outer is not None else None
         return self.symbols.scope(node, parent, method_class)
-
-    def flag_lines(self) -> list[int]:
-        """The lines that spell the flag (as Python reads identifiers, too)."""
-        return _merged(flag_lines(t, lines or self.lines) for t, lines in self._texts)
-
-    def spells_flag_around(self, call: ast.Call, ctx: Context) -> bool:
-        """Whether the flag may be spelled in the outermost function around ``call`` (or, at
-        module level, in the call itself): where a mapping splatted into it can get the key.
-        """
-        if self.source is None:
-            return True
-        if self._flag_lines is None:
-            self._flag_lines = self.flag_lines()
-        node: ast.AST = call
-        scope = ctx.scope
-        while scope is not None:
-            node, outer = scope[0], scope[1]
-            scope = outer.scope if outer is not None else None
-        first = node.lineno  # type: ignore[attr-defined]
-        at = bisect_left(self._flag_lines, first)
-        return at < len(self._flag_lines) and self._flag_lines[at] <= node.end_lineno  # type: ignore[attr-defined]
 
     def loop_facts(self, loop: ast.AST) -> tuple[set[str], bool]:
         """The names a loop binds and whether it runs backward, computed once per loop."""

@@ -10,12 +10,17 @@ import re
 
 from lint_rules.te import FLAG, TE_MODULE_CLASSES, TE_ROOT
 
-_TE_IMPORT = re.compile(r"^[ \t]*(?:from|import)[ \t]+transformer_engine\b", re.MULTILINE)
-_TE_CLASS_WORD = re.compile(
-    r"(?<![\w])(?<!nn\.)(?:{})\b".format("|".join(sorted(TE_MODULE_CLASSES)))
+_SEPARATED = r"(?:[ \t\f]|\\(?:\r\n|\r|\n))"
+_TE_IMPORT = re.compile(
+    rf"(?:(?<![\w])(?:import|from){_SEPARATED}+|,{_SEPARATED}*)transformer_engine\b"
 )
-"""A TE class that takes the flag, as a word (not ``TELinear``, ``ColumnParallelLinear`` or
-``nn.Linear``)."""
+"""``transformer_engine`` named where an import names a module: after ``import`` or ``from``, or
+after a comma (``import torch, transformer_engine``), spaces, tabs, form feeds and
+backslash-continued line breaks between (so also ``try: import ...``, ``x; import ...``). A
+superset of every import of TE (a comma in a call matches too), whatever the line endings."""
+_TE_CLASS_WORD = re.compile(r"(?<![\w])(?:{})\b".format("|".join(sorted(TE_MODULE_CLASSES))))
+"""A TE class that takes the flag, as a word (not ``TELinear`` or ``ColumnParallelLinear``; but
+``nn.Linear`` too: ``nn`` may be any module, TE's included)."""
 
 
 def mentions_flag(text: str) -> bool:
@@ -36,13 +41,33 @@ def _imports_te(text: str) -> bool:
     at = text.find(TE_ROOT)
     while at >= 0:
         end = at + len(TE_ROOT)
-        if end == len(text) or not _is_word(text[end]):
-            head = text[text.rfind("\n", 0, at) + 1 : at].lstrip(" \t")
-            for keyword in ("from", "import"):
-                rest = head[len(keyword) :]
-                if head.startswith(keyword) and rest and not rest.strip(" \t"):
-                    return True
+        if (end == len(text) or not _is_word(text[end])) and _after_import(text, at):
+            return True
         at = text.find(TE_ROOT, at + 1)
+    return False
+
+
+def _after_import(text: str, at: int) -> bool:
+    """Whether what comes before ``at`` is ``import`` or ``from`` and a separator, or a comma
+    (separators: spaces, tabs, form feeds, backslash-continued line breaks)."""
+    start = at
+    while True:
+        if start and text[start - 1] in " \t\f":
+            start -= 1
+        elif text.endswith("\\\r\n", 0, start):
+            start -= 3
+        elif text.endswith("\\\n", 0, start) or text.endswith("\\\r", 0, start):
+            start -= 2
+        else:
+            break
+    if start and text[start - 1] == ",":
+        return True
+    if start == at:
+        return False  # a keyword must be followed by a separator
+    for keyword in ("import", "from"):
+        before = start - len(keyword)
+        if text.endswith(keyword, 0, start) and not (before and _is_word(text[before - 1])):
+            return True
     return False
 
 
@@ -53,10 +78,8 @@ def _names_te_class(text: str) -> bool:
         at = text.find(word)
         while at >= 0:
             end = at + len(word)
-            if (
-                (at == 0 or not _is_word(text[at - 1]))
-                and not text.endswith("nn.", 0, at)
-                and (end == len(text) or not _is_word(text[end]))
+            if (at == 0 or not _is_word(text[at - 1])) and (
+                end == len(text) or not _is_word(text[end])
             ):
                 return True
             at = text.find(word, at + 1)

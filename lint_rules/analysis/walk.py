@@ -188,22 +188,6 @@ def interesting_lines(text: str, lines: Callable[[], list[str]], te_file: bool) 
 _DECORATED = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef})
 
 
-def flag_lines(text: str, lines: Callable[[], list[str]]) -> list[int]:
-    """The lines (ascending) that spell the flag, as ``ast`` numbers them."""
-    if "\r" in text:
-        return [number for number, line in enumerate(lines(), start=1) if FLAG in line]
-    numbers: list[int] = []
-    line, counted = 1, 0
-    at = text.find(FLAG)
-    while at >= 0:
-        line += text.count("\n", counted, at)
-        counted = at
-        if not numbers or numbers[-1] != line:
-            numbers.append(line)
-        at = text.find(FLAG, at + 1)
-    return numbers
-
-
 def _plain_targets(node: ast.Assign) -> bool:
     """Targets that hold no call: names and attribute chains on names."""
     for target in node.targets:
@@ -226,19 +210,15 @@ class Walker:
         on_call: Callable[[ast.Call, Context], None],
         marks: list[int] | None = None,
         positional: int | None = None,
-        outer_marks: list[int] | None = None,
     ) -> None:
         self.on_call = on_call
         self.marks = marks
-        self.outer_marks = outer_marks if outer_marks is not None else marks
-        """The marks outside any function (module level, class bodies), where a statement is
-        entered only if it can hold a finding: ``marks`` unless the caller knows fewer."""
         self.positional = positional
         """None: hand every call to ``on_call``; else only calls that pass the flag or a splat
         by keyword, or at least this many positional arguments (a positional flag)."""
 
     def walk_body(self, body: Sequence[ast.AST], ctx: Context) -> None:
-        marks = self.marks if ctx.scope is not None else self.outer_marks
+        marks = self.marks
         for node in body:
             kind = type(node)
             if kind in _LEAVES:  # import, pass, global...: no call
