@@ -217,6 +217,28 @@ def test_usage_error_unknown_option_is_one_line(tree: Path) -> None:
     assert "'maybe'" in result.stderr
 
 
+def test_options_are_never_abbreviated(tree: Path) -> None:
+    """A ruff habit, `check --fix`, is not taken for `--fix-strategy` (argparse's prefix
+    matching): it is an unknown option, with the command that fixes named; no file changes."""
+    before = snapshot(tree)
+    result = run("check", "--fix", "none", "pkg", cwd=tree)
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert "unrecognized arguments: --fix" in result.stderr
+    assert "te-microbatch-lint fix PATH" in result.stderr
+    assert snapshot(tree) == before
+    shortened = run("check", "--sel", "TEM001", "pkg", cwd=tree)
+    assert shortened.returncode == 2
+    assert "unrecognized arguments: --sel" in shortened.stderr
+
+
+def test_output_format_is_ruffs_spelling_of_format(tree: Path) -> None:
+    ruff_style = run("check", "--output-format", "json", "pkg", cwd=tree)
+    ours = run("check", "--format", "json", "pkg", cwd=tree)
+    assert ruff_style.returncode == ours.returncode == 1
+    assert json.loads(ruff_style.stdout) == json.loads(ours.stdout)
+
+
 @pytest.mark.parametrize("command_name", ["check", "fix"])
 def test_no_path_means_the_current_directory(tree: Path, command_name: str) -> None:
     """As in ruff and flake8: no PATH is `.`."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 from dataclasses import dataclass
+from typing import Any
 
 from lint_rules import __version__
 from lint_rules.cli.discovery import ExcludePattern
@@ -31,9 +32,16 @@ def _jobs(value: str) -> int:
 
 class Parser(argparse.ArgumentParser):
     """argparse, but a usage error is one line (``te-microbatch-lint: error: ...``, exit 2)
-    instead of the usage block; ``--help`` shows the usage."""
+    instead of the usage block; ``--help`` shows the usage. Options are never abbreviated
+    (``check --fix`` is not ``--fix-strategy``)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str):  # type: ignore[override]
+        if message.startswith("unrecognized arguments:") and "--fix" in message.split():
+            message += " (`te-microbatch-lint fix PATH` applies the fixes)"
         self.exit(2, f"{PROG}: error: {message}\n")
 
 
@@ -160,7 +168,13 @@ def build_parser() -> argparse.ArgumentParser:
         description="Report findings. Exit 0: clean, 1: findings, 2: usage error or a file "
         "that could not be read or parsed.",
     )
-    check.add_argument("--format", choices=FORMATS, default="text")
+    check.add_argument(
+        "--format",
+        "--output-format",
+        choices=FORMATS,
+        default="text",
+        help="how findings are printed (`--output-format` as in ruff)",
+    )
     check.add_argument(
         "--exit-zero",
         action="store_true",
