@@ -63,8 +63,11 @@ def analyze_source(
     fixes: bool = True,
     project: Project | None = None,
 ) -> list[Finding]:
-    """Findings for one file's text (noqa not applied). Raises SyntaxError if unparsable."""
-    if not mentions_flag(text):
+    """Findings for one file's text (noqa not applied). Raises SyntaxError if unparsable.
+
+    A file the prefilter rules out has no finding and is not parsed; with a ``project`` the
+    run has already chosen to read it (also for what it exports)."""
+    if project is None and not mentions_flag(text):
         return []
     if "\0" in text:
         raise SyntaxError("source code cannot contain null bytes")

@@ -40,6 +40,12 @@ def is_none(node: ast.AST | None) -> bool:
     return isinstance(node, ast.Constant) and node.value is None
 
 
+def imported_name(module: str, name: str) -> str:
+    """What ``from MODULE import NAME`` binds, dotted: ``pkg.layers.X``, ``.layers.X`` (relative),
+    and ``.layers`` for ``from . import layers`` (``module`` is only dots there)."""
+    return f"{module}{name}" if not module.strip(".") else f"{module}.{name}"
+
+
 def target_names(target: ast.expr) -> Iterator[ast.Name]:
     """The names an assignment or loop target binds."""
     if isinstance(target, ast.Name):

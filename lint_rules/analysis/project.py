@@ -197,6 +197,15 @@ class Project:
             target = absolute(choices[0], self.package) if len(choices) == 1 else None
             if target is not None and target in self.index and name not in self.exports:
                 self.exports[name] = self.index[target]
+        for module in symbols.star_modules:  # `from .layers import *`: its public names
+            target = absolute(module, self.package)
+            if target is None:
+                continue
+            prefix = target + "."
+            for key in matched([target], sorted(self.index)):
+                name = key[len(prefix) :]
+                if "." not in name and not name.startswith("_") and name not in self.exports:
+                    self.exports[name] = self.index[key]
 
 
 def _export(kind: str, value: Kind, label: str, te: str = "", forward: bool = False) -> Export:

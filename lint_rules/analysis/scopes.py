@@ -15,6 +15,7 @@ from lint_rules.analysis.nodes import (
     Branch,
     FunctionNode,
     constant_str,
+    imported_name,
     target_names,
     target_paths,
 )
@@ -180,7 +181,9 @@ class ScopeCollector:
             module = "." * stmt.level + (stmt.module or "")  # type: ignore[attr-defined]
             for alias in stmt.names:  # type: ignore[attr-defined]
                 local = alias.asname or alias.name
-                self.bind(local, Binding("import", None, branches, f"{module}.{alias.name}"))
+                self.bind(
+                    local, Binding("import", None, branches, imported_name(module, alias.name))
+                )
         elif kind is ast.Try or kind.__name__ == "TryStar":
             self.block(stmt.body, branches)  # type: ignore[attr-defined]
             for handler in stmt.handlers:  # type: ignore[attr-defined]

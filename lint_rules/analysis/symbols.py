@@ -26,6 +26,7 @@ from lint_rules.analysis.nodes import (
     constant_str,
     contains,
     dotted,
+    imported_name,
     is_none,
     runs_before,
     span,
@@ -48,6 +49,7 @@ __all__ = [
     "constant_str",
     "contains",
     "dotted",
+    "imported_name",
     "is_none",
     "runs_before",
     "span",
@@ -106,7 +108,7 @@ class ModuleSymbols:
             module = "." * stmt.level + (stmt.module or "")  # type: ignore[attr-defined]
             for alias in stmt.names:  # type: ignore[attr-defined]
                 if alias.name != "*":
-                    self._alias(alias.asname or alias.name, f"{module}.{alias.name}")
+                    self._alias(alias.asname or alias.name, imported_name(module, alias.name))
                 elif module not in self.star_modules:
                     self.star_modules.append(module)
         elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:

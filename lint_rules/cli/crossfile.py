@@ -64,7 +64,10 @@ class Modules:
     """The module names of the run's files, from their paths (``roots``: the run's paths)."""
 
     def __init__(self, roots: Sequence[str]) -> None:
-        self.roots = [os.path.abspath(r) for r in roots if os.path.isdir(r)]
+        folders = [os.path.abspath(r) for r in roots if os.path.isdir(r)]
+        if not roots or any(not os.path.isdir(r) for r in roots):
+            folders.append(os.path.abspath(os.curdir))  # files named one by one (pre-commit)
+        self.roots = list(dict.fromkeys(folders))
         self._packages: dict[str, bool] = {}
 
     def _is_package(self, folder: str) -> bool:
@@ -85,15 +88,20 @@ class Modules:
             chain.insert(0, os.path.basename(up))
             up = os.path.dirname(up)
         found = [".".join(chain + leaf)] if chain or leaf else []
+        package = ".".join(chain) if chain else None
         for root in self.roots:
             if not full.startswith(root + os.sep):
                 continue
             rel = os.path.relpath(folder, root)
-            parts = ([] if rel == os.curdir else rel.split(os.sep)) + leaf
-            found.append(".".join(parts))
-            found.append(".".join([os.path.basename(root), *parts]))
+            folders = [] if rel == os.curdir else rel.split(os.sep)
+            found.append(".".join(folders + leaf))
+            found.append(".".join([os.path.basename(root), *folders, *leaf]))
+            if package is None:  # a namespace package (PEP 420): its folders below the root
+                package = ".".join([os.path.basename(root), *folders])
         unique = [n for n in dict.fromkeys(found) if all(p.isidentifier() for p in n.split("."))]
-        return unique, ".".join(chain) if chain else None
+        if package is not None and not all(p.isidentifier() for p in package.split(".")):
+            package = None
+        return unique, package
 
 
 def build_index(outcomes: list[Outcome | None], names: dict[int, list[str]]) -> Index:

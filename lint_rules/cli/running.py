@@ -341,7 +341,8 @@ def plan_files(
         except SourceError as error:
             outcome = Outcome(path, error=error.reason)
         else:
-            if not mentions_flag(source.text):
+            text = source.text
+            if not mentions_flag(text) and not (crossfile and _may_reexport(path, text)):
                 outcome = Outcome(path, new_text=source.text if job.mode == "stdout" else None)
             else:
                 settings = settings_of(path)
@@ -360,6 +361,13 @@ def plan_files(
         if outcome is not None and on_done is not None:
             on_done()
     return Plan(list(files), done, to_parse, size, passed)
+
+
+def _may_reexport(path: str, text: str) -> bool:
+    """A package's ``__init__.py`` that imports: in a run over several files it is analysed
+    too, so that what it re-exports from the run's modules (``from .layers import MyLinear``)
+    resolves where it is imported from the package."""
+    return os.path.basename(path) == "__init__.py" and "import" in text
 
 
 def pool_size(plan: Plan, jobs: int | None, cpus: int) -> int:
