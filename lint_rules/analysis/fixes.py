@@ -46,11 +46,22 @@ def has_effects(value: ast.expr) -> bool:
 
 
 def _is_parameter(value: ast.expr, scope: Scope | None) -> bool:
-    """``value`` is a parameter of an enclosing function (a flag forwarded from the caller)."""
-    if not isinstance(value, ast.Name) or scope is None:
+    """``value`` passes on a parameter of an enclosing function, as is or as one of its
+    alternatives (``flag if flag is not None else self.flag``, ``flag or False``): a flag the
+    caller gives, which ``None`` would drop, so the fix is unsafe. A parameter only tested
+    (``step == 0``) is not passed on."""
+    if scope is None:
         return False
-    owner = scope.lookup(value.id)
-    return owner is not None and value.id in owner.params and value.id not in owner.bindings
+    if isinstance(value, ast.Name):
+        owner = scope.lookup(value.id)
+        return owner is not None and value.id in owner.params and value.id not in owner.bindings
+    if isinstance(value, ast.IfExp):
+        return _is_parameter(value.body, scope) or _is_parameter(value.orelse, scope)
+    if isinstance(value, ast.BoolOp):
+        return any(_is_parameter(part, scope) for part in value.values)
+    if isinstance(value, ast.NamedExpr):
+        return _is_parameter(value.value, scope)
+    return False
 
 
 def _only_splatted_once(name: str, scope: Scope | None) -> bool:
