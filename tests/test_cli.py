@@ -640,6 +640,24 @@ def test_check_imports_neither_libcst_nor_flake8(tree: Path) -> None:
     assert result.stderr.strip() == "1 []", result.stderr
 
 
+def test_a_cached_check_does_not_load_the_analysis(tree: Path, tmp_path: Path) -> None:
+    """Once every file is in the result cache (or ruled out by the prefilter), `check` reads
+    the cache and never imports the analysis core: its start-up is the run's cost."""
+    cache = tmp_path / "cache"
+    probe = (
+        "import sys\n"
+        "from lint_rules.cli import main\n"
+        f"code = main(['check', '--jobs', '1', '--cache-dir', {str(cache)!r}, 'pkg'])\n"
+        "core = 'lint_rules.analysis.core' in sys.modules\n"
+        "print(code, core, file=sys.stderr)\n"
+    )
+    argv = [sys.executable, "-c", probe]
+    first = subprocess.run(argv, cwd=tree, capture_output=True, text=True, timeout=120)
+    assert first.stderr.strip().endswith("1 True"), first.stderr  # analysed, then cached
+    again = subprocess.run(argv, cwd=tree, capture_output=True, text=True, timeout=120)
+    assert again.stderr.strip().endswith("1 False"), again.stderr
+
+
 def test_file_symlinks_in_a_tree_are_followed_and_a_second_name_noted(tree: Path) -> None:
     """A symlink to a .py file in the walked tree is checked under its own name; a second name
     for a file already in the run is skipped with a note (fixing one file twice could race

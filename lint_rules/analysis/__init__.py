@@ -19,15 +19,33 @@ from __future__ import annotations
 import ast
 import gc
 import warnings
+from typing import TYPE_CHECKING, Any
 
-from lint_rules.analysis.core import Analysis
+from lint_rules.analysis.exports import Export
 from lint_rules.analysis.prefilter import mentions_flag
-from lint_rules.analysis.project import Export, Project
 from lint_rules.deep import deep
 from lint_rules.findings import Finding
 from lint_rules.settings import DEFAULT_SETTINGS, Settings
 
+if TYPE_CHECKING:
+    from lint_rules.analysis.core import Analysis
+    from lint_rules.analysis.project import Project
+
 __all__ = ["Analysis", "Export", "Project", "analyze_source", "analyze_tree", "mentions_flag"]
+
+
+def __getattr__(name: str) -> Any:
+    """``Analysis`` and ``Project`` are imported when first asked for: a run whose files the
+    prefilter or the result cache settles (a cached ``check``) never loads the analysis."""
+    if name == "Analysis":
+        from lint_rules.analysis.core import Analysis
+
+        return Analysis
+    if name == "Project":
+        from lint_rules.analysis.project import Project
+
+        return Project
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @deep
@@ -46,6 +64,8 @@ def analyze_tree(
     ``project``: the other files of a CLI run (``analysis.project``); it also receives what
     this file exports. Without it resolution stays in the file.
     """
+    from lint_rules.analysis.core import Analysis
+
     analysis = Analysis(tree, settings, source, fixes, project)
     try:
         findings = analysis.run()

@@ -22,8 +22,9 @@ import ast
 from bisect import bisect_left
 from collections.abc import Iterable, Mapping
 from itertools import accumulate
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
+from lint_rules.analysis.exports import Export
 from lint_rules.analysis.kinds import NOT_TE, UNKNOWN, Kind
 from lint_rules.analysis.symbols import statements
 from lint_rules.te import TE_ROOT
@@ -31,30 +32,6 @@ from lint_rules.te import TE_ROOT
 if TYPE_CHECKING:
     from lint_rules.analysis.resolve import Resolver
     from lint_rules.analysis.symbols import ModuleSymbols
-
-
-class Export(NamedTuple):
-    """A module-level name of a project file that is a TE subclass or a TE module factory.
-
-    Plain data (a tuple), so that it crosses to worker processes and into the result cache.
-    """
-
-    kind: str
-    """``"class"`` (a TE subclass) or ``"factory"`` (a function that returns a TE module)."""
-    label: str
-    """The class messages name (for a factory, its product's class if defined in the project)."""
-    cls: str
-    """The TE class whose ``forward`` runs ("" when only the layout is known)."""
-    index: int | None
-    """The flag's positional index read off a project ``forward`` (else the TE class's)."""
-    rejects: bool
-    """A project ``forward`` that takes no flag."""
-    takes: int | None
-    """A project ``forward`` that takes the flag keyword-only: its positional arguments."""
-    te_base: str = ""
-    """A class: the TE module class it derives from."""
-    forward: bool = False
-    """A class: it (or a project ancestor) defines ``forward``."""
 
 
 PROJECT_TAGS = ("project_class", "project_function")

@@ -28,7 +28,7 @@ except ImportError:  # pragma: no cover - other Pythons
     from hashlib import blake2b
 
 from lint_rules import __version__
-from lint_rules.analysis.project import Export
+from lint_rules.analysis.exports import Export
 from lint_rules.cli.running import Outcome, Reported
 
 ENV_DIR = "TE_MICROBATCH_LINT_CACHE_DIR"

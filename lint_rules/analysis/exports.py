@@ -1,0 +1,30 @@
+"""What a file of a CLI run exports to the others (``project``): plain data, light to import,
+so that the result cache reads it back without loading the analysis."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+
+class Export(NamedTuple):
+    """A module-level name of a project file that is a TE subclass or a TE module factory.
+
+    Plain data (a tuple), so that it crosses to worker processes and into the result cache.
+    """
+
+    kind: str
+    """``"class"`` (a TE subclass) or ``"factory"`` (a function that returns a TE module)."""
+    label: str
+    """The class messages name (for a factory, its product's class if defined in the project)."""
+    cls: str
+    """The TE class whose ``forward`` runs ("" when only the layout is known)."""
+    index: int | None
+    """The flag's positional index read off a project ``forward`` (else the TE class's)."""
+    rejects: bool
+    """A project ``forward`` that takes no flag."""
+    takes: int | None
+    """A project ``forward`` that takes the flag keyword-only: its positional arguments."""
+    te_base: str = ""
+    """A class: the TE module class it derives from."""
+    forward: bool = False
+    """A class: it (or a project ancestor) defines ``forward``."""
