@@ -191,10 +191,7 @@ class Classes:
     def self_attribute(self, cls: ast.ClassDef, attr: str) -> Kind:
         """``self.attr``: a method, a property's value, or what the class's methods store."""
         key = ("attribute", id(cls), attr)
-        known = self.resolver._memo.get(key)  # the common case: asked before (no closure made)
-        if known is not None:
-            return known
-        return self.resolver.memoised(key, lambda: self._self_attribute(cls, attr))
+        return self.resolver.memoised(key, self._self_attribute, cls, attr)
 
     def _self_attribute(self, cls: ast.ClassDef, attr: str) -> Kind:
         resolver = self.resolver

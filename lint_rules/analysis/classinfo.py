@@ -9,6 +9,7 @@ import ast
 from dataclasses import dataclass
 
 from lint_rules.analysis.nodes import FunctionNode, statements
+from lint_rules.analysis.prefilter import words
 
 
 @dataclass
@@ -72,53 +73,6 @@ def read_class(node: ast.ClassDef) -> ClassInfo:
     return info
 
 
-def stored_names(node: ast.ClassDef, names: set[str]) -> None:
-    """Add the keys ``read_class(node)`` would have in its attributes, additions, class
-    attributes, annotations and properties: the same statements, read for names only."""
-    for stmt in node.body:
-        kind = type(stmt)
-        if kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
-            if _decorator_names(stmt) & _PROPERTY_DECORATORS:  # type: ignore[arg-type]
-                names.add(stmt.name)  # type: ignore[attr-defined]
-            args = stmt.args.posonlyargs + stmt.args.args  # type: ignore[attr-defined]
-            if args:
-                _self_store_names(stmt.body, args[0].arg, names)  # type: ignore[attr-defined]
-        elif kind is ast.Assign:
-            names.update(t.id for t in stmt.targets if type(t) is ast.Name)  # type: ignore[attr-defined]
-        elif kind is ast.AnnAssign and type(stmt.target) is ast.Name:  # type: ignore[attr-defined]
-            names.add(stmt.target.id)  # type: ignore[attr-defined]
-
-
-def _self_store_names(body: list[ast.stmt], self_name: str, names: set[str]) -> None:
-    """The names ``_collect_self_stores`` files under (for ``self_name``), in ``body``."""
-    for sub in statements(body):
-        kind = type(sub)
-        if kind is ast.Assign or kind is ast.AnnAssign:
-            if sub.value is None:  # type: ignore[attr-defined]
-                continue
-            targets = sub.targets if kind is ast.Assign else [sub.target]  # type: ignore[attr-defined]
-            for target in targets:
-                if type(target) is ast.Subscript:
-                    target = target.value
-                if (
-                    type(target) is ast.Attribute
-                    and type(target.value) is ast.Name  # type: ignore[attr-defined]
-                    and target.value.id == self_name  # type: ignore[attr-defined]
-                ):
-                    names.add(target.attr)  # type: ignore[attr-defined]
-        elif kind is ast.Expr:
-            call = sub.value  # type: ignore[attr-defined]
-            if (
-                type(call) is ast.Call
-                and type(call.func) is ast.Attribute
-                and call.func.attr in _ADDERS
-                and call.args
-            ):
-                attr = _self_attr(call.func.value, self_name)
-                if attr is not None:
-                    names.add(attr)
-
-
 def _collect_self_stores(
     info: ClassInfo, method: ast.FunctionDef | ast.AsyncFunctionDef, self_name: str
 ) -> None:
@@ -154,21 +108,10 @@ def spelled_only_as_call(source: str | None, name: str) -> bool:
     """Every occurrence of ``name`` as a word in ``source`` is ``.name(``."""
     if source is None or not source.isascii():
         return False  # an identifier may be spelled with characters that normalise to it
-    at = source.find(name)
-    end = len(source)
-    while at >= 0:
-        after = at + len(name)
-        word = not (at and _is_word(source[at - 1])) and not (
-            after < end and _is_word(source[after])
-        )
-        if word and not (source[at - 1 : at] == "." and source[after : after + 1] == "("):
-            return False
-        at = source.find(name, after)
-    return True
-
-
-def _is_word(char: str) -> bool:
-    return char.isalnum() or char == "_"
+    return all(
+        source[at - 1 : at] == "." and source.startswith("(", at + len(name))
+        for at in words(source, name)
+    )
 
 
 def may_nest_class(source: str) -> bool:

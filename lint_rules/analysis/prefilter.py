@@ -7,6 +7,7 @@ Every other file costs a search or two and is never parsed. ``_TE_IMPORT`` and
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 from lint_rules.te import FLAG, TE_MODULE_CLASSES, TE_ROOT
 
@@ -36,15 +37,20 @@ def _is_word(char: str) -> bool:
     return char.isalnum() or char == "_"  # what ``\w`` matches in a str pattern
 
 
+def words(text: str, word: str) -> Iterator[int]:
+    """Where ``word`` stands in ``text`` as a word (what ``\bword\b`` finds), by ``str.find``
+    (a regex with look-behinds tries every position: ten times slower here)."""
+    at = text.find(word)
+    while at >= 0:
+        end = at + len(word)
+        if not (at and _is_word(text[at - 1])) and not (end < len(text) and _is_word(text[end])):
+            yield at
+        at = text.find(word, at + 1)
+
+
 def _imports_te(text: str) -> bool:
     """``_TE_IMPORT.search(text)``, by ``str.find`` (the regex costs ~0.1 ms per 10 KB)."""
-    at = text.find(TE_ROOT)
-    while at >= 0:
-        end = at + len(TE_ROOT)
-        if (end == len(text) or not _is_word(text[end])) and _after_import(text, at):
-            return True
-        at = text.find(TE_ROOT, at + 1)
-    return False
+    return any(_after_import(text, at) for at in words(text, TE_ROOT))
 
 
 def _after_import(text: str, at: int) -> bool:
@@ -72,18 +78,9 @@ def _after_import(text: str, at: int) -> bool:
 
 
 def _names_te_class(text: str) -> bool:
-    """``_TE_CLASS_WORD.search(text)``, by ``str.find`` (the regex's look-behinds make it try
-    every position: ~45 ms on megatron-core's files that import TE, this ~5 ms)."""
-    for word in TE_MODULE_CLASSES:
-        at = text.find(word)
-        while at >= 0:
-            end = at + len(word)
-            if (at == 0 or not _is_word(text[at - 1])) and (
-                end == len(text) or not _is_word(text[end])
-            ):
-                return True
-            at = text.find(word, at + 1)
-    return False
+    """``_TE_CLASS_WORD.search(text)``, by ``str.find`` (~45 ms by the regex on megatron-core's
+    files that import TE, ~5 ms so)."""
+    return any(next(words(text, word), -1) >= 0 for word in TE_MODULE_CLASSES)
 
 
 def te_file(text: str) -> bool:

@@ -108,9 +108,12 @@ class Resolver:
         self._depth: dict[tuple[object, ...], int] = {}
         self._low = _NO_CYCLE
 
-    def memoised(self, key: tuple[object, ...], compute: Callable[[], Kind]) -> Kind:
-        """``compute()`` once per key. A key met again while it is being computed (a cycle:
-        ``x = f(x)``, an attribute built from itself) is ``PENDING``, which ``join`` ignores;
+    def memoised(
+        self, key: tuple[object, ...], compute: Callable[..., Kind], *args: object
+    ) -> Kind:
+        """``compute(*args)`` once per key (arguments, not a closure: most calls find the key).
+        A key met again while it is being computed (a cycle: ``x = f(x)``, an attribute built
+        from itself) is ``PENDING``, which ``join`` ignores;
         a result is kept only when every cycle it met closes at this key or below it, so a
         value computed while an outer one was pending is computed again later."""
         known = self._memo.get(key)
@@ -124,7 +127,7 @@ class Resolver:
         self._depth[key] = depth
         outer_low, self._low = self._low, _NO_CYCLE
         try:
-            result = compute()
+            result = compute(*args)
         finally:
             del self._depth[key]
         if self._low >= depth:
@@ -198,13 +201,9 @@ class Resolver:
 
     def resolve_name(self, name: str, scope: Scope | None) -> Kind:
         owner = scope.lookup(name) if scope is not None else None
-        key = ("local", name, id(owner)) if owner is not None else ("global", name)
-        known = self._memo.get(key)  # the common case: asked before (no closure made)
-        if known is not None:
-            return known
         if owner is not None:
-            return self.memoised(key, lambda: self._local(name, owner))
-        return self.memoised(key, lambda: self._global(name))
+            return self.memoised(("local", name, id(owner)), self._local, name, owner)
+        return self.memoised(("global", name), self._global, name)
 
     def _global(self, name: str) -> Kind:
         """A name no enclosing function binds: what the module binds it to."""
@@ -314,11 +313,7 @@ class Resolver:
                 # spelled: resolved once per file.
                 spelled = dotted(node)
                 assert spelled is not None
-                key = ("chain", spelled)
-                known = self._memo.get(key)
-                if known is not None:
-                    return known
-                return self.memoised(key, lambda: self._chain(node, spelled))
+                return self.memoised(("chain", spelled), self._chain, node, spelled)
             return self.attribute_of(self.resolve(node.value, scope), node.attr)
         if isinstance(node, ast.Subscript):
             return self.element_of(self.resolve(node.value, scope), node.slice)

@@ -16,7 +16,6 @@ from lint_rules.analysis.classinfo import (
     may_nest_class,
     read_class,
     spelled_only_as_call,
-    stored_names,
 )
 from lint_rules.analysis.nodes import (
     SIMPLE_STATEMENTS,
@@ -164,12 +163,9 @@ class ModuleSymbols:
         if self._stored is None:
             names: set[str] = set()
             for node in self.all_classes():
-                info = self._class_info.get(node)
-                if info is not None:
-                    names.update(info.attributes, info.additions, info.class_attributes)
-                    names.update(info.annotations, info.properties)
-                else:
-                    stored_names(node, names)
+                info = self.class_info(node)
+                names.update(info.attributes, info.additions, info.class_attributes)
+                names.update(info.annotations, info.properties)
             self._stored = frozenset(names)
         return self._stored
 

@@ -188,16 +188,6 @@ def interesting_lines(text: str, lines: Callable[[], list[str]], te_file: bool) 
 _DECORATED = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef})
 
 
-def _plain_targets(node: ast.Assign) -> bool:
-    """Targets that hold no call: names and attribute chains on names."""
-    for target in node.targets:
-        while type(target) is ast.Attribute:
-            target = target.value  # type: ignore[assignment]
-        if type(target) is not ast.Name:
-            return False
-    return True
-
-
 class Walker:
     """Visit every call of a module once, in order, with its ``Context``.
 
@@ -231,13 +221,7 @@ class Walker:
                 at = bisect_left(marks, first)  # type: ignore[arg-type]
                 walk = at < len(marks) and marks[at] <= (node.end_lineno or node.lineno)  # type: ignore[arg-type,index,attr-defined]
             if walk:
-                value = getattr(node, "value", None)  # `x = f(...)`, `f(...)`: the most frequent
-                if type(value) is ast.Call and (
-                    kind is ast.Expr or (kind is ast.Assign and _plain_targets(node))  # type: ignore[arg-type]
-                ):
-                    self._call(value, ctx)
-                else:
-                    self.walk(node, ctx)
+                self.walk(node, ctx)
             if kind is ast.If:  # even when not walked: what follows depends on it
                 ctx = _after_if(node, ctx)  # type: ignore[arg-type]
 
@@ -275,48 +259,22 @@ class Walker:
                 if keyword.arg is None or keyword.arg == FLAG:  # a splat, or the flag
                     self.on_call(node, ctx)
                     break
-        func = node.func
-        while type(func) is ast.Attribute:
-            func = func.value  # type: ignore[attr-defined]
-        if type(func) not in _LEAVES:
-            self.walk(func, ctx)
-        # (`a.b.c` arguments are stripped here: only the innermost value may hold a call)
-        for arg in node.args:
-            while type(arg) is ast.Attribute:
-                arg = arg.value  # type: ignore[attr-defined]
-            if type(arg) not in _LEAVES:
-                self.walk(arg, ctx)
-        for keyword in node.keywords:
-            value = keyword.value
-            while type(value) is ast.Attribute:
-                value = value.value  # type: ignore[attr-defined]
-            if type(value) not in _LEAVES:
-                self.walk(value, ctx)
+        self._parts((node.func, *node.args, *[k.value for k in node.keywords]), ctx)
 
     def _assign(self, node: ast.Assign, ctx: Context) -> None:
-        for target in node.targets:
-            while type(target) is ast.Attribute:
-                target = target.value  # type: ignore[assignment]
-            if type(target) not in _LEAVES:
-                self.walk(target, ctx)
-        value = node.value
-        while type(value) is ast.Attribute:
-            value = value.value  # type: ignore[attr-defined]
-        if type(value) not in _LEAVES:
-            self.walk(value, ctx)
+        self._parts((*node.targets, node.value), ctx)
 
     def _value(self, node: ast.Expr | ast.Return, ctx: Context) -> None:
-        value = node.value
-        while type(value) is ast.Attribute:
-            value = value.value  # type: ignore[union-attr]
-        if value is not None and type(value) not in _LEAVES:
-            self.walk(value, ctx)
+        if node.value is not None:
+            self._parts((node.value,), ctx)
 
-    def _binop(self, node: ast.BinOp, ctx: Context) -> None:
-        if type(node.left) not in _LEAVES:
-            self.walk(node.left, ctx)
-        if type(node.right) not in _LEAVES:
-            self.walk(node.right, ctx)
+    def _parts(self, parts: Sequence[ast.expr], ctx: Context) -> None:
+        """Walk the parts of a call or statement (``a.b.c``: only ``a`` may hold a call)."""
+        for part in parts:
+            while type(part) is ast.Attribute:
+                part = part.value  # type: ignore[attr-defined]
+            if type(part) not in _LEAVES:
+                self.walk(part, ctx)
 
     def _class(self, node: ast.ClassDef, ctx: Context) -> None:
         for child in (*node.bases, *node.keywords, *node.decorator_list):
@@ -393,10 +351,9 @@ class Walker:
 
 
 _SPECIAL: dict[type, Callable[[Walker, Any, Context], None]] = {
-    ast.Assign: Walker._assign,
+    ast.Assign: Walker._assign,  # the most frequent statements, by their short paths
     ast.Expr: Walker._value,
     ast.Return: Walker._value,
-    ast.BinOp: Walker._binop,
     ast.ClassDef: Walker._class,
     ast.FunctionDef: Walker._function,
     ast.AsyncFunctionDef: Walker._function,
