@@ -22,11 +22,10 @@ import libcst as cst
 from libcst.codemod import CodemodContext, VisitorBasedCodemodCommand
 
 from lint_rules.settings import (
-    STRATEGY_CHOICES,
-    UNRESOLVED_CHOICES,
     ConfigResolver,
     Settings,
     SettingsError,
+    add_setting_flags,
     flag_overrides,
 )
 
@@ -63,36 +62,7 @@ class TEMicrobatchCodemod(VisitorBasedCodemodCommand):
 
     @staticmethod
     def add_args(arg_parser: argparse.ArgumentParser) -> None:
-        arg_parser.add_argument(
-            "--fix-strategy",
-            dest="fix_strategy",
-            choices=STRATEGY_CHOICES,
-            default=None,
-            help="none: the value becomes None; guard: `v if GUARD(CONFIG) else None`",
-        )
-        arg_parser.add_argument("--guard-import", dest="guard_import", default=None)
-        arg_parser.add_argument("--guard-config", dest="guard_config", default=None)
-        arg_parser.add_argument(
-            "--guard-functions",
-            "--te-guard-functions",
-            dest="guard_functions",
-            default=None,
-            help="extra tracking-guard functions, comma separated",
-        )
-        arg_parser.add_argument(
-            "--tracked-functions",
-            "--te-tracked-functions",
-            dest="tracked_functions",
-            default=None,
-            help="functions whose result is a tracked flag, comma separated",
-        )
-        arg_parser.add_argument(
-            "--unresolved",
-            "--te-unresolved",
-            dest="unresolved",
-            choices=UNRESOLVED_CHOICES,
-            default=None,
-        )
+        add_setting_flags(arg_parser)
         arg_parser.add_argument(
             "--select", dest="select", default=None, help="fix only these codes (prefixes)"
         )

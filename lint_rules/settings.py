@@ -349,6 +349,44 @@ def flag_overrides(**flags: Any) -> dict[str, Any]:
     return overrides
 
 
+_FLAGS: tuple[tuple[str, str | None, str], ...] = (
+    (
+        "guard-functions",
+        "NAMES",
+        "extra tracking-guard functions, comma separated (added to the defaults)",
+    ),
+    ("tracked-functions", "NAMES", "functions whose result is a tracked flag, comma separated"),
+    ("unresolved", None, "report (default) or ignore calls whose callee cannot be resolved"),
+    (
+        "fix-strategy",
+        None,
+        "none (default): the value becomes None; guard: `v if GUARD(CONFIG) else None`",
+    ),
+    ("guard-import", "DOTTED.NAME", "GUARD for the guard strategy, imported once per file"),
+    ("guard-config", "EXPR", "CONFIG for the guard strategy (default: self.config)"),
+)
+"""The settings the CLI and the libcst runner also take as flags: (key, metavar, help)."""
+
+_CHOICES = {"unresolved": UNRESOLVED_CHOICES, "fix-strategy": STRATEGY_CHOICES}
+
+
+def add_setting_flags(parser: Any) -> None:
+    """Declare ``--KEY`` (and its old ``--te-KEY`` spelling) for each setting in ``_FLAGS`` on an
+    ``argparse`` parser: one declaration for every face that takes them as flags; their values
+    are checked where the settings load (``flag_overrides``)."""
+    for key, metavar, help_text in _FLAGS:
+        option = OPTION_BY_KEY[key]
+        spellings = [option.flag, *(a for a in option.aliases if a.startswith("--"))]
+        parser.add_argument(
+            *spellings,
+            dest=option.field,
+            default=None,
+            choices=_CHOICES.get(key),
+            metavar=metavar,
+            help=help_text,
+        )
+
+
 # ------------------------------------------------------------------------------------- loading
 
 

@@ -11,10 +11,9 @@ from lint_rules import __version__
 from lint_rules.cli.discovery import ExcludePattern
 from lint_rules.cli.formats import FORMATS, PROG
 from lint_rules.settings import (
-    STRATEGY_CHOICES,
-    UNRESOLVED_CHOICES,
     ConfigResolver,
     Settings,
+    add_setting_flags,
     flag_overrides,
     split_list,
 )
@@ -109,46 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
         "(default: for each file, the nearest one above it that has that table)",
     )
     common.add_argument("--isolated", action="store_true", help="ignore every configuration file")
-    common.add_argument(
-        "--guard-functions",
-        "--te-guard-functions",
-        dest="guard_functions",
-        metavar="NAMES",
-        help="extra tracking-guard functions, comma separated (added to the defaults)",
-    )
-    common.add_argument(
-        "--tracked-functions",
-        "--te-tracked-functions",
-        dest="tracked_functions",
-        metavar="NAMES",
-        help="functions whose result is a tracked flag, comma separated",
-    )
-    common.add_argument(
-        "--unresolved",
-        "--te-unresolved",
-        dest="unresolved",
-        choices=UNRESOLVED_CHOICES,
-        default=None,
-        help="report (default) or ignore calls whose callee cannot be resolved",
-    )
-    common.add_argument(
-        "--fix-strategy",
-        choices=STRATEGY_CHOICES,
-        default=None,
-        help="none (default): the value becomes None; guard: `v if GUARD(CONFIG) else None`",
-    )
-    common.add_argument(
-        "--guard-import",
-        metavar="DOTTED.NAME",
-        default=None,
-        help="GUARD for the guard strategy, imported once per file",
-    )
-    common.add_argument(
-        "--guard-config",
-        metavar="EXPR",
-        default=None,
-        help="CONFIG for the guard strategy (default: self.config)",
-    )
+    add_setting_flags(common)
     common.add_argument("--disable-noqa", action="store_true", help="ignore `# noqa` comments")
     common.add_argument("--quiet", "-q", action="store_true", help="no progress or summary")
 
