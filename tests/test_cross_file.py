@@ -200,36 +200,10 @@ def test_module_names_and_relative_imports(tmp_path: Path) -> None:
     assert absolute("...x", "pkg.sub") is None and absolute(".x", None) is None
 
 
-LAYERS = """import transformer_engine.pytorch as te
-
-
-class MyLinear(te.Linear):
-    pass
-
-
-def make_fc(n):
-    return te.Linear(n, n)
-"""
-
-USE = """{imports}
-
-
-def step(x, flag):
-    x = {prefix}MyLinear(4, 4)(x, flag.first)
-    return {prefix}make_fc(4)(x, is_first_microbatch=flag.first)
-"""
-"""Calls of an imported TE subclass (positional flag: TEM002, line 5) and factory (TEM001,
-line 6), each a bug whatever the file that defines them."""
-
-
-def _package(root: Path, init: str, imports: str, prefix: str = "", package: str = "pkg") -> Path:
-    folder = root / package
-    folder.mkdir(parents=True)
-    if init is not None:
-        (folder / "__init__.py").write_text(init)
-    (folder / "layers.py").write_text(LAYERS)
-    (folder / "model.py").write_text(USE.format(imports=imports, prefix=prefix))
-    return folder
+IMPORTS = ROOT / "fixtures" / "imports"
+"""Packages whose ``model.py`` imports the TE subclass and factory of ``layers.py`` in one way
+each (fixtures/imports/README.md): line 5 passes a positional flag to the subclass (TEM002),
+line 6 an untracked keyword flag to the factory's product (TEM001)."""
 
 
 def _codes(capsys: pytest.CaptureFixture[str], *args: str) -> dict[tuple[int, str], str]:
@@ -238,33 +212,22 @@ def _codes(capsys: pytest.CaptureFixture[str], *args: str) -> dict[tuple[int, st
 
 
 @pytest.mark.parametrize(
-    ("init", "imports", "prefix"),
-    [
-        ("", "from . import layers", "layers."),
-        ("", "from pkg import layers", "layers."),
-        ("", "import pkg.layers as layers", "layers."),
-        ("from .layers import MyLinear, make_fc\n", "from pkg import MyLinear, make_fc", ""),
-        ("from .layers import *\n", "from . import MyLinear, make_fc", ""),
-    ],
-    ids=["from-dot-import-module", "from-pkg-import-module", "import-as", "reexport", "star"],
+    "case", ["from_dot_import_module", "from_pkg_import_module", "import_as", "reexport", "star"]
 )
-def test_a_module_or_a_reexport_resolves(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], init: str, imports: str, prefix: str
-) -> None:
-    _package(tmp_path, init, imports, prefix)
-    found = _codes(capsys, str(tmp_path))
+def test_a_module_or_a_reexport_resolves(capsys: pytest.CaptureFixture[str], case: str) -> None:
+    found = _codes(capsys, str(IMPORTS / case))
     assert set(found) == {(5, "TEM002"), (6, "TEM001")}, found
     assert "TE MyLinear" in found[(5, "TEM002")]
     assert "TE Linear" in found[(6, "TEM001")]
 
 
 def test_namespace_package_relative_imports_and_file_lists(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """No ``__init__.py`` (PEP 420): ``from .layers import ...`` resolves against the folder,
     in a directory run and with the files named one by one (as pre-commit names them)."""
-    _package(tmp_path, None, "from .layers import MyLinear, make_fc", package="nspkg")
-    assert set(_codes(capsys, str(tmp_path))) == {(5, "TEM002"), (6, "TEM001")}
-    monkeypatch.chdir(tmp_path)
+    root = IMPORTS / "namespace"
+    assert set(_codes(capsys, str(root))) == {(5, "TEM002"), (6, "TEM001")}
+    monkeypatch.chdir(root)
     listed = _codes(capsys, "nspkg/model.py", "nspkg/layers.py")
     assert set(listed) == {(5, "TEM002"), (6, "TEM001")}, listed
