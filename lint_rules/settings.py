@@ -18,6 +18,7 @@ from __future__ import annotations
 import ast
 import os
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable
@@ -479,19 +480,27 @@ def has_table(pyproject: Path) -> bool:
     return pyproject.is_file() and _read_table(pyproject) is not None
 
 
+def ancestors(folder: str) -> Iterator[str]:
+    """``folder`` (made absolute) and every folder above it, up to the root."""
+    folder = os.path.abspath(folder)
+    while True:
+        yield folder
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return
+        folder = parent
+
+
 def find_pyproject(start: Path) -> Path | None:
     """The nearest ``pyproject.toml`` with our table at or above ``start`` (file or directory)."""
     folder = os.path.abspath(start)
     if not os.path.isdir(folder):
         folder = os.path.dirname(folder)
-    while True:
-        candidate = Path(folder, "pyproject.toml")
+    for above in ancestors(folder):
+        candidate = Path(above, "pyproject.toml")
         if has_table(candidate):
             return candidate
-        parent = os.path.dirname(folder)
-        if parent == folder:
-            return None
-        folder = parent
+    return None
 
 
 _NOT_ENTERED = frozenset({"venv", "__pycache__", "node_modules", "build", "dist", "site-packages"})

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Union
 
+from lint_rules.settings import ancestors
+
 SOURCE_SUFFIXES = (".py", ".pyi")
 SKIPPED_DIRS = frozenset({".venv", "venv", "__pycache__", "build", "dist", ".git", "node_modules"})
 """Never walked into (hidden directories neither); a file named explicitly is still read."""
@@ -125,14 +127,7 @@ def _ignore_files_in(folder: str, names: Sequence[str] | None = None) -> list[_I
 
 def repository_root(start: str) -> str | None:
     """The nearest directory at or above ``start`` that holds ``.git`` (a folder or a file)."""
-    folder = os.path.abspath(start)
-    while True:
-        if os.path.exists(os.path.join(folder, ".git")):
-            return folder
-        parent = os.path.dirname(folder)
-        if parent == folder:
-            return None
-        folder = parent
+    return next((f for f in ancestors(start) if os.path.exists(os.path.join(f, ".git"))), None)
 
 
 def _inherited(folder: str) -> list[_IgnoreFile]:
