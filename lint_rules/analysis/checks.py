@@ -100,6 +100,9 @@ _FORWARDER_NAMES = frozenset(qual.rsplit(".", 1)[-1] for qual in FORWARDERS)
 
 
 def check_call(a: Analysis, call: ast.Call, ctx: Context) -> None:
+    """The rules on one call the walk hands over: one that passes the flag or a splat by
+    keyword, or, in a file that imports TE and names a TE class, two positional arguments (a
+    positional flag needs a TE class, and a TE class needs a TE import)."""
     keyword = None
     splats = []
     for kw in call.keywords:
@@ -107,11 +110,8 @@ def check_call(a: Analysis, call: ast.Call, ctx: Context) -> None:
             keyword = kw
         elif kw.arg is None:
             splats.append(kw)
-    if keyword is None and not splats:
-        if len(call.args) < 2 or not a.mentions_te:
-            return  # a positional flag needs a TE class, and a TE class needs a TE import
-        if not may_be_module(a, call.func):
-            return
+    if keyword is None and not splats and not may_be_module(a, call.func):
+        return
     scope = a.scope_of(ctx)
     callee = a.resolver.callee(call, scope)
     if isinstance(callee, TERejects):
