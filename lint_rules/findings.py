@@ -68,8 +68,35 @@ class Fix:
 
 
 @dataclass(frozen=True)
+class Evidence:
+    """One step of a finding's evidence: a place in the code and what happens to the flag there.
+
+    ``path`` is None for the finding's own file (every face knows it), else the path of the
+    other file of the run, as the run named it. ``line`` 0 means no place (a remark such as
+    "re-arming not seen in this file").
+    """
+
+    message: str
+    line: int = 0
+    col: int = 0
+    path: str | None = None
+
+    def where(self, own_path: str | None = None) -> str:
+        """``path:line`` (``:line`` in the finding's own file when ``own_path`` is None)."""
+        if not self.line:
+            return ""
+        path = self.path if self.path is not None else own_path
+        return f"{path or ''}:{self.line}"
+
+
+@dataclass(frozen=True)
 class Finding:
-    """One reported problem: where it is, what it is, and how to fix it (if we can)."""
+    """One reported problem: where it is, what it is, and how to fix it (if we can).
+
+    ``verdict`` names the flag's lifecycle verdict (``stale``, ``conditional``, ``unverified``,
+    ``repeated``, ...; see ``analysis.lifecycle``) and ``evidence`` lists the flag's sources,
+    writes and re-arms that make it one, in the order a reader should follow them.
+    """
 
     code: str
     message: str
@@ -78,7 +105,18 @@ class Finding:
     end_line: int
     end_col: int
     fix: Fix | None = field(default=None, compare=False)
+    verdict: str = field(default="", compare=False)
+    evidence: tuple[Evidence, ...] = field(default=(), compare=False)
 
     @property
     def sort_key(self) -> tuple[int, int, str]:
         return (self.line, self.col, self.code)
+
+    def evidence_line(self, own_path: str | None = None) -> str:
+        """The evidence on one line (flake8, ``--output-format concise``): each step's message
+        with its place in brackets, joined by ``; ``."""
+        parts = []
+        for step in self.evidence:
+            where = step.where(own_path)
+            parts.append(f"{step.message} ({where})" if where else step.message)
+        return "; ".join(parts)
