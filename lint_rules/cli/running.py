@@ -53,6 +53,11 @@ class Reported:
     fixable: bool
     applicability: str | None = None
     fingerprint: str = ""
+    verdict: str = ""
+    """The flag's lifecycle verdict (``stale``, ``conditional``, ``unverified``, ...)."""
+    evidence: tuple[tuple[str, int, int, str], ...] = ()
+    """``(path, line, column, message)`` per step of the evidence; ``column`` 1-based, 0 and
+    ``line`` 0 for a remark with no place."""
 
 
 @dataclass(frozen=True)
@@ -92,6 +97,11 @@ class Outcome:
     """The package its relative imports were resolved in."""
     indexed: bool = False
     """Analysed as a file of a run over several files (``exports`` and ``names`` are known)."""
+    facts: Any = None
+    """Its lifecycle facts for the other files of the run (``analysis.facts.FileFacts``)."""
+    keys: tuple[str, ...] = ()
+    """The state keys its verdicts read from the run, and the functions of the file that
+    re-arm them (``fn:<name>``): what its findings depend on in the other files."""
 
 
 @dataclass(frozen=True)
@@ -167,6 +177,11 @@ def _reported(path: str, text: str, findings: Iterable[Any]) -> tuple[Reported, 
             fixable=f.fix is not None,
             applicability=getattr(f.fix, "applicability", None) if f.fix else None,
             fingerprint=fingerprint,
+            verdict=getattr(f, "verdict", ""),
+            evidence=tuple(
+                (e.path if e.path is not None else path, e.line, e.col + 1 if e.line else 0, e.message)
+                for e in getattr(f, "evidence", ())
+            ),
         )
         for f, fingerprint in zip(ordered, prints)
     )
