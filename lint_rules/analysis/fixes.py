@@ -167,10 +167,10 @@ class FixBuilder:
         )
         if repeated or self.settings.fix_strategy == "none":
             return none
-        none = replace(none, edits=none.edits[:1])  # the guard keeps the local in use
         guard = self._guard_expression(scope)
         if isinstance(guard, str):
             return replace(none, note=f"guard strategy fell back to None: {guard}")
+        none = replace(none, edits=none.edits[:1])  # the guard keeps the local in use
         call, import_name = guard
         tail = f" if {call} else None"
         if isinstance(own, tuple) and not isinstance(value, _WRAP_IN_PARENS):

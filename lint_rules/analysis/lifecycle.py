@@ -43,8 +43,11 @@ class Verdict(enum.Enum):
 
 RANK = {v: n for n, v in enumerate(Verdict)}
 
-MODULE_CODE = frozenset({"forward", "__call__", "_forward", "forward_impl", "_forward_impl"})
-"""Functions that run as a module's forward (what a training step calls, not the driver)."""
+def runs_as_forward(name: str) -> bool:
+    """Whether a function of this name runs as a module's forward (what a training step calls,
+    not the code that drives it): ``forward``, ``_forward_impl``, ``forward_step``... and
+    ``__call__``."""
+    return name == "__call__" or name.lstrip("_").startswith("forward")
 
 
 class Judgement(NamedTuple):
@@ -238,7 +241,7 @@ class Lifecycle:
         if known is not None:
             return known
         name = getattr(node, "name", "")
-        result = name in MODULE_CODE
+        result = runs_as_forward(name)
         if not result and cls is not None and name:
             result = _called_by_forward(cls, name)
         self._module_code[id(node)] = result
@@ -299,7 +302,7 @@ class Lifecycle:
     def _caller(self, write: Write) -> Evidence | None:
         """Where the function holding a re-arm is called (a forward is called every step)."""
         name = _last(write.function)
-        if name in MODULE_CODE:
+        if runs_as_forward(name):
             return Evidence(f"`{write.function}` runs on every forward", write.line, write.col, write.path)
         calls = [c for c in self.own.calls if c.name == name and c.function != write.function]
         if self.run is not None:
@@ -399,7 +402,7 @@ def _called_by_forward(cls: ast.ClassDef, name: str) -> bool:
     methods = {
         m.name: m for m in cls.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))
     }
-    todo = [m for n, m in methods.items() if n in MODULE_CODE]
+    todo = [m for n, m in methods.items() if runs_as_forward(n)]
     seen: set[str] = set()
     while todo:
         method = todo.pop()
