@@ -12,6 +12,7 @@ from lint_rules.analysis import checks
 from lint_rules.analysis.fixes import FixBuilder, NoFixes
 from lint_rules.analysis.lifecycle import Judgement, Lifecycle
 from lint_rules.analysis.facts import collect
+from lint_rules.analysis import prefilter
 from lint_rules.analysis.prefilter import state_lines, te_file
 from lint_rules.analysis.project import Project
 from lint_rules.analysis.resolve import Resolver
@@ -97,12 +98,14 @@ class Analysis:
 
     def run(self) -> list[Finding]:
         marks = None
-        if self.source is not None:
+        if self.source is not None and prefilter.GATES:
             te = self.mentions_te
             marks = _merged(interesting_lines(t, ls or self.lines, te) for t, ls in self._texts)
             if not marks:
                 return self.findings  # no line can hold a call a rule looks at
-        positional = 2 if self.mentions_te else 1 << 30
+        positional: int | None = 2 if self.mentions_te else 1 << 30
+        if not prefilter.GATES:
+            positional = None if self.mentions_te else positional
         walker = Walker(self._on_call, marks, positional)
         walker.walk_body(self.tree.body, MODULE_CONTEXT)
         checks.tem005_called_twice(self)

@@ -322,7 +322,7 @@ def _re_arms(write: Write) -> bool:
     """A write that can set the flag again after ``__init__``: True, an argument, a fresh value."""
     if not write.function or _last(write.function) == "__init__":
         return False
-    return write.value == "true" or write.value == "derived" or write.value.startswith("param:")
+    return write.value in ("true", "zero", "derived") or write.value.startswith("param:")
 
 
 def _first_of_each(writes: Sequence[Write]) -> list[Write]:
@@ -352,7 +352,7 @@ def _describe(write: Write, condition: str = "") -> Evidence:
 
 
 def _value_text(value: str) -> str:
-    return {"true": "True", "false": "False", "none": "None", "copy": "a copy", "derived": "a computed value"}.get(
+    return {"true": "True", "false": "False", "none": "None", "zero": "0", "const": "a constant", "copy": "a copy", "derived": "a computed value"}.get(
         value, f"its argument `{value[6:]}`" if value.startswith("param:") else value
     )
 
