@@ -4,8 +4,9 @@ Edits are applied to the text in place (positions come from ``ast``), so blank l
 trailing commas, line breaks inside calls, the encoding cookie and CRLF newlines are untouched
 by construction. Comments inside a replaced value are kept (after the new value, then on their
 own lines). A fix is applied only when it is ``safe`` or unsafe fixes were asked for, and never
-when a ``# noqa`` for its code sits on any line its edits span. libcst is imported only when an
-import must be added (the ``guard`` strategy), and the result is re-parsed before it is returned.
+when a ``# noqa`` for its code sits on any line its edits span. The guard strategy's import is
+inserted as text too. The result is verified before it is returned: it parses (as the bytes it
+will be written as, when the file's encoding is given) and keeps every comment in order.
 """
 
 from __future__ import annotations
@@ -207,34 +208,106 @@ def apply_edits(
     return "".join(reversed(pieces)), applied, plan.notes, plan.skipped
 
 
-def _runtime_names(tree: ast.Module) -> set[str]:
-    """Names bound when the module runs: module-level statements, through ``if``/``try``/
-    ``with`` blocks, but not under ``if TYPE_CHECKING:`` and not inside functions or classes."""
-    names: set[str] = set()
-    todo: list[ast.stmt] = list(tree.body)
-    while todo:
-        stmt = todo.pop()
-        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
-            for alias in stmt.names:
-                if alias.name != "*":
-                    names.add(alias.asname or alias.name.split(".", 1)[0])
-        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(stmt.name)
-        elif isinstance(stmt, ast.Assign):
-            names.update(n.id for t in stmt.targets for n in ast.walk(t) if isinstance(n, ast.Name))
-        elif isinstance(stmt, ast.If):
-            if not _is_type_checking(stmt.test):
-                todo.extend(stmt.body)
-            todo.extend(stmt.orelse)
-        elif isinstance(stmt, (ast.Try, getattr(ast, "TryStar", ast.Try))):
-            todo.extend(stmt.body)
-            todo.extend(stmt.orelse)
-            todo.extend(stmt.finalbody)
-            for handler in stmt.handlers:
-                todo.extend(handler.body)
-        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
-            todo.extend(stmt.body)
-    return names
+def _binds(stmt: ast.stmt, name: str) -> str | None:
+    """How the module-level statement ``stmt`` itself binds or deletes ``name``: ``"import
+    MODULE"`` for ``from MODULE import name``, ``"del"``, ``"other"``; None when it does not
+    (its nested blocks are not looked at here)."""
+    if isinstance(stmt, ast.ImportFrom):
+        for alias in stmt.names:
+            if (alias.asname or alias.name) == name:
+                return f"import {'.' * stmt.level}{stmt.module or ''}" if alias.asname in (
+                    None,
+                    name,
+                ) and alias.name == name else "other"
+            if alias.name == "*":
+                return "other"
+        return None
+    if isinstance(stmt, ast.Import):
+        bound = (alias.asname or alias.name.split(".", 1)[0] for alias in stmt.names)
+        return "other" if name in bound else None
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return "other" if stmt.name == name else None
+    if isinstance(stmt, ast.Delete):
+        deleted = (n for t in stmt.targets for n in ast.walk(t) if isinstance(n, ast.Name))
+        return "del" if any(n.id == name for n in deleted) else None
+    targets: list[ast.AST] = []
+    if isinstance(stmt, ast.Assign):
+        targets = list(stmt.targets)
+    elif isinstance(stmt, (ast.AugAssign, ast.AnnAssign)):
+        targets = [stmt.target]
+    elif isinstance(stmt, (ast.For, ast.AsyncFor)):
+        targets = [stmt.target]
+    elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+        targets = [item.optional_vars for item in stmt.items if item.optional_vars is not None]
+    if isinstance(stmt, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.Return)) or (
+        isinstance(stmt, (ast.If, ast.While)) and stmt.test is not None
+    ):
+        value = getattr(stmt, "value", None) or getattr(stmt, "test", None)
+        if value is not None:
+            targets += [n.target for n in ast.walk(value) if isinstance(n, ast.NamedExpr)]
+    names = (n for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+    return "other" if any(n.id == name for n in names) else None
+
+
+def _blocks(stmt: ast.stmt) -> list[tuple[str, list[ast.stmt]]]:
+    """The statement lists run at module level inside ``stmt``: (kind, body)."""
+    if isinstance(stmt, ast.If):
+        if _is_type_checking(stmt.test):
+            return [("else", stmt.orelse)]
+        return [("if", stmt.body), ("else", stmt.orelse)]
+    if isinstance(stmt, (ast.Try, getattr(ast, "TryStar", ast.Try))):
+        blocks = [("try", stmt.body), ("else", stmt.orelse), ("finally", stmt.finalbody)]
+        return blocks + [("except", handler.body) for handler in stmt.handlers]
+    if isinstance(stmt, (ast.With, ast.AsyncWith, ast.For, ast.AsyncFor, ast.While)):
+        return [("body", stmt.body), ("else", getattr(stmt, "orelse", []))]
+    if hasattr(ast, "Match") and isinstance(stmt, ast.Match):  # pragma: no cover - 3.10+
+        return [("case", case.body) for case in stmt.cases]
+    return []
+
+
+def guard_binding(module: ast.Module, module_name: str, name: str) -> str | None:
+    """Whether the guard ``from module_name import name`` is bound wherever the module runs.
+
+    ``"bound"``: that import runs unconditionally at module level (directly, or in a ``try``
+    whose ``except ImportError`` branches define a fallback ``def name``). None: it is not, and
+    nothing else at module level binds ``name`` except fallbacks in the ``except`` branches of
+    a ``try`` that imports it (the import can then be added). Otherwise, why it cannot be:
+    ``name`` is bound to something else or deleted (adding the import would change what that
+    name means, or the module would still delete it).
+    """
+    wanted = f"import {module_name}"
+    bound = False
+    for top in module.body:
+        how = _binds(top, name)
+        if how == wanted:
+            bound = True
+            continue
+        if how is not None:
+            what = "deleted" if how == "del" else "bound to something else"
+            return f"`{name}` is {what} at line {top.lineno} of this module"
+        imports_it = isinstance(top, (ast.Try, getattr(ast, "TryStar", ast.Try))) and any(
+            _binds(sub, name) == wanted for sub in top.body
+        )
+        fallbacks = []
+        todo = [(kind, stmt) for kind, body in _blocks(top) for stmt in body]
+        while todo:
+            kind, stmt = todo.pop()
+            how = _binds(stmt, name)
+            if how == "del" or (how not in (None, wanted) and not (imports_it and kind == "except")):
+                what = "deleted" if how == "del" else "bound to something else"
+                return f"`{name}` is {what} at line {stmt.lineno} of this module"
+            if kind == "except" and how is not None:
+                fallbacks.append(stmt)
+            todo.extend((kind, sub) for _, body in _blocks(stmt) for sub in body)
+        if imports_it and fallbacks:
+            handlers = top.handlers  # type: ignore[attr-defined]
+            defined = all(
+                any(isinstance(s, ast.FunctionDef) and s.name == name for s in h.body)
+                for h in handlers
+            )
+            if defined and not top.orelse and not top.finalbody:  # type: ignore[attr-defined]
+                bound = True
+    return "bound" if bound else None
 
 
 def _is_type_checking(test: ast.expr) -> bool:
@@ -243,74 +316,92 @@ def _is_type_checking(test: ast.expr) -> bool:
     )
 
 
-LIBCST_DEPTH = 500
-"""Trees deeper than this get the import without libcst (whose parser recurses natively)."""
+class GuardImportError(ValueError):
+    """The guard's import cannot be added without changing what the module means."""
 
 
-def _deeper_than(tree: ast.AST, limit: int) -> bool:
-    todo = [(tree, 0)]
-    while todo:
-        node, depth = todo.pop()
-        if depth > limit:
-            return True
-        todo.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
-    return False
-
-
-def _insert_import(text: str, module: ast.Module, line: str) -> str:
-    """``line`` after the first block of imports (after the docstring when there is none)."""
+def _header_end(lines: list[str], module: ast.Module) -> int:
+    """The line after which a module's first statement may be preceded by an import: after
+    the docstring and the ``__future__`` imports, else after the leading comment lines (the
+    shebang, the coding cookie, a licence header), which must stay first."""
     body = module.body
-    index = (
-        1
-        if body
+    index = 0
+    if (
+        body
         and isinstance(body[0], ast.Expr)
         and isinstance(body[0].value, ast.Constant)
         and isinstance(body[0].value.value, str)
-        else 0
-    )
+    ):
+        index = 1
     while (
         index < len(body)
         and isinstance(body[index], ast.ImportFrom)
-        and (
-            body[index].module == "__future__"  # type: ignore[union-attr]
-        )
+        and body[index].module == "__future__"  # type: ignore[union-attr]
     ):
         index += 1
-    after = body[index - 1].end_lineno if index else 0
-    imports = index
-    while imports < len(body) and isinstance(body[imports], (ast.Import, ast.ImportFrom)):
-        after = body[imports].end_lineno
-        imports += 1
+    if index:
+        return body[index - 1].end_lineno or body[index - 1].lineno
+    first = body[0] if body else None
+    limit = len(lines)
+    if first is not None:
+        decorators = getattr(first, "decorator_list", [])
+        limit = min([first.lineno, *(d.lineno for d in decorators)]) - 1
+    after = 0
+    while after < limit and lines[after].lstrip(" \t\f").startswith("#"):
+        after += 1
+    return after
+
+
+def _import_position(text: str, module: ast.Module) -> int:
+    """The line after which the guard's import goes: after the last import of the first block
+    of module-level imports (after the header when the module has no import there)."""
     lines = split_lines(text)
-    newline = next(
-        (ln[len(ln.rstrip("\r\n")) :] for ln in lines if ln.endswith(("\n", "\r"))), "\n"
+    header = _header_end(lines, module)
+    body = [stmt for stmt in module.body if stmt.lineno > header]
+    start = next(
+        (i for i, stmt in enumerate(body) if isinstance(stmt, (ast.Import, ast.ImportFrom))), None
     )
-    if after and after <= len(lines) and not lines[after - 1].endswith(("\n", "\r")):
-        lines[after - 1] += newline
-    lines.insert(after or 0, line + newline)
-    return "".join(lines)
+    if start is None:
+        return header
+    after = header
+    for stmt in body[start:]:
+        if not isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            break
+        after = stmt.end_lineno or stmt.lineno
+    return after
 
 
 def add_guard_import(text: str, dotted: str) -> str:
-    """Add ``from module import name`` unless ``name`` is bound when the module runs.
+    """Add ``from module import name`` unless that import runs wherever the module runs.
 
-    Where the guard's top-level package is imported only inside ``try: ... except
+    Text-level insertions only (every other byte, comment and newline stays as it is):
+    where the guard's top-level package is imported only inside ``try: ... except
     ImportError`` (an optional dependency), the import gets its own ``try`` block right after
-    that one, with a fallback guard that returns False (None is passed): inside the first block
-    its ImportError would run that block's ``except`` branch. Otherwise it joins an existing
-    ``from module import ...`` in the order its names already follow, or libcst's
-    AddImportsVisitor puts it after the last import of the first import block.
+    that one (and after any fallback the module binds to the name there), with a fallback
+    guard that returns False (None is passed): inside the first block its ImportError would
+    run that block's ``except`` branch. Otherwise it joins an existing ``from module import
+    ...`` in the order its names already follow, or goes among that package's sorted ``from``
+    imports, or after the last import of the first import block. Raises
+    ``GuardImportError`` where the name is bound to something else or deleted.
     """
     module_name, _, name = dotted.rpartition(".")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         module = ast.parse(text)
-    if name in _runtime_names(module):
+    state = guard_binding(module, module_name, name)
+    if state == "bound":
         return text
+    if state is not None:
+        raise GuardImportError(f"the guard's import would change the module: {state}")
     line = f"from {module_name} import {name}"
     optional = _optional_import_block(text, module, module_name.split(".", 1)[0])
     if optional is not None:
         after, indent = optional
+        for stmt in module.body:  # after any fallback binding of the name too
+            if isinstance(stmt, ast.Try) and stmt.end_lineno and stmt.end_lineno > after:
+                if any(_binds(sub, name) for h in stmt.handlers for sub in ast.walk(h)
+                       if isinstance(sub, ast.stmt)):
+                    after = stmt.end_lineno
         block = (
             "",
             "try:",
@@ -324,18 +415,9 @@ def add_guard_import(text: str, dotted: str) -> str:
     if merged is not None:
         return merged
     after = _sorted_position(module, module_name)
-    if after is not None:
-        return _insert_line(text, after, (line,))
-    if _deeper_than(module, LIBCST_DEPTH):  # libcst's parser would exhaust the C stack
-        return _insert_import(text, module, line)
-    import libcst as cst
-    from libcst.codemod import CodemodContext
-    from libcst.codemod.visitors import AddImportsVisitor
-
-    tree = cst.parse_module(text)
-    context = CodemodContext()
-    AddImportsVisitor.add_needed_import(context, module_name, name)
-    return AddImportsVisitor(context).transform_module(tree).code
+    if after is None:
+        after = _import_position(text, module)
+    return _insert_line(text, after, (line,))
 
 
 _IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
@@ -374,9 +456,11 @@ def _optional_import_block(text: str, module: ast.Module, root: str) -> tuple[in
             and any(_catches_import_error(handler) for handler in stmt.handlers)
         ):
             last = [sub for sub in stmt.body if isinstance(sub, (ast.Import, ast.ImportFrom))][-1]
-            indent = lines[last.lineno - 1][: last.col_offset]
-            if last.lineno > stmt.lineno and not indent.strip(" \t"):
-                found = (stmt.end_lineno or last.end_lineno or last.lineno, indent)
+            row = lines[last.lineno - 1]
+            indent = row[: char_column(row, last.col_offset)]
+            if last.lineno == stmt.lineno or indent.strip(" \t"):
+                indent = "    "  # `try: from megatron... import X` on one line
+            found = (stmt.end_lineno or last.end_lineno or last.lineno, indent)
     return found
 
 
@@ -457,8 +541,10 @@ def _merge_import(text: str, module: ast.Module, module_name: str, name: str) ->
     col = alias.col_offset if before else alias.end_col_offset  # type: ignore[attr-defined]
     line = lines[row - 1]
     at = _char_offset(lines, starts, (row, col))
+    continued = row > 1 and lines[row - 2].rstrip("\r\n").endswith("\\")
     own_line = (
         node.lineno != node.end_lineno
+        and not continued  # `import A, \` then `    B`: a new line would end the statement
         and not line[
             : char_column(
                 line, alias.col_offset
@@ -474,16 +560,59 @@ def _merge_import(text: str, module: ast.Module, module_name: str, name: str) ->
     return text[:at] + insert + text[at:]
 
 
+def comment_tokens(text: str) -> list[str] | None:
+    """Every comment of ``text``, in order (None when it does not tokenize)."""
+    try:
+        return [
+            token.string
+            for token in tokenize.generate_tokens(io.StringIO(text).readline)
+            if token.type == tokenize.COMMENT
+        ]
+    except (tokenize.TokenError, SyntaxError):
+        return None
+
+
+def _kept_in_order(old: list[str], new: list[str]) -> bool:
+    """Whether ``old`` is a subsequence of ``new`` (the fix may add its own comment)."""
+    remaining = iter(new)
+    return all(any(comment == other for other in remaining) for comment in old)
+
+
+def verify_fixed(old: str, new: str, encoding: str | None = None) -> None:
+    """Raise FixError unless ``new`` parses (as the bytes it will be written as, under the
+    file's own declared encoding, when ``encoding`` is given) and keeps every comment of
+    ``old`` in order."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if encoding is None:
+                ast.parse(new)
+            else:
+                try:
+                    data = new.encode(encoding)
+                except UnicodeEncodeError:
+                    data = None  # the write refuses it with its own message
+                ast.parse(new if data is None else data)
+    except SyntaxError as error:
+        raise FixError(f"the fixed text does not parse ({error}); nothing was changed") from error
+    before, after = comment_tokens(old), comment_tokens(new)
+    if before is not None and (after is None or not _kept_in_order(before, after)):
+        raise FixError("the fixed text would lose a comment; nothing was changed")
+
+
 @deep
 def fix_source(
     text: str,
     settings: Settings = DEFAULT_SETTINGS,
     disable_noqa: bool = False,
     project: Project | None = None,
+    encoding: str | None = None,
 ) -> FixResult:
     """Fix every finding that has a fix (safe ones; unsafe ones too with ``unsafe_fixes``) and
-    that no ``# noqa`` covers, on its line or on any line the fix spans. Raises SyntaxError.
-    ``project``: the other files of a CLI run (``analysis.project``)."""
+    that no ``# noqa`` covers, on its line or on any line the fix spans. Raises SyntaxError,
+    or FixError when the result would not parse (as bytes in ``encoding``, the file's, when
+    given) or would lose a comment. ``project``: the other files of a CLI run
+    (``analysis.project``)."""
     findings = analyze_source(text, settings, project=project)
     if not findings:
         return FixResult(text)
@@ -500,13 +629,11 @@ def fix_source(
     imports = sorted({f.fix.guard_import for f in applied if f.fix and f.fix.guard_import})
     added = []
     for dotted in imports:
-        before, new_text = new_text, add_guard_import(new_text, dotted)
+        try:
+            before, new_text = new_text, add_guard_import(new_text, dotted)
+        except GuardImportError as error:
+            raise FixError(f"{error}; nothing was changed") from None
         if new_text != before:
             added.append(dotted)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            ast.parse(new_text)
-    except SyntaxError as error:
-        raise FixError(f"the fixed text does not parse ({error}); nothing was changed") from error
+    verify_fixed(text, new_text, encoding)
     return FixResult(new_text, applied, notes, remaining, unsafe, skipped, added)
