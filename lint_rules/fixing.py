@@ -215,10 +215,16 @@ def _binds(stmt: ast.stmt, name: str) -> str | None:
     if isinstance(stmt, ast.ImportFrom):
         for alias in stmt.names:
             if (alias.asname or alias.name) == name:
-                return f"import {'.' * stmt.level}{stmt.module or ''}" if alias.asname in (
-                    None,
-                    name,
-                ) and alias.name == name else "other"
+                return (
+                    f"import {'.' * stmt.level}{stmt.module or ''}"
+                    if alias.asname
+                    in (
+                        None,
+                        name,
+                    )
+                    and alias.name == name
+                    else "other"
+                )
             if alias.name == "*":
                 return "other"
         return None
@@ -233,9 +239,7 @@ def _binds(stmt: ast.stmt, name: str) -> str | None:
     targets: list[ast.AST] = []
     if isinstance(stmt, ast.Assign):
         targets = list(stmt.targets)
-    elif isinstance(stmt, (ast.AugAssign, ast.AnnAssign)):
-        targets = [stmt.target]
-    elif isinstance(stmt, (ast.For, ast.AsyncFor)):
+    elif isinstance(stmt, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor)):
         targets = [stmt.target]
     elif isinstance(stmt, (ast.With, ast.AsyncWith)):
         targets = [item.optional_vars for item in stmt.items if item.optional_vars is not None]
@@ -293,7 +297,8 @@ def guard_binding(module: ast.Module, module_name: str, name: str) -> str | None
         while todo:
             kind, stmt = todo.pop()
             how = _binds(stmt, name)
-            if how == "del" or (how not in (None, wanted) and not (imports_it and kind == "except")):
+            fallback = imports_it and kind == "except"
+            if how == "del" or (how not in (None, wanted) and not fallback):
                 what = "deleted" if how == "del" else "bound to something else"
                 return f"`{name}` is {what} at line {stmt.lineno} of this module"
             if kind == "except" and how is not None:
@@ -398,10 +403,17 @@ def add_guard_import(text: str, dotted: str) -> str:
     if optional is not None:
         after, indent = optional
         for stmt in module.body:  # after any fallback binding of the name too
-            if isinstance(stmt, ast.Try) and stmt.end_lineno and stmt.end_lineno > after:
-                if any(_binds(sub, name) for h in stmt.handlers for sub in ast.walk(h)
-                       if isinstance(sub, ast.stmt)):
-                    after = stmt.end_lineno
+            if (
+                isinstance(stmt, ast.Try)
+                and (stmt.end_lineno or 0) > after
+                and any(
+                    _binds(sub, name)
+                    for handler in stmt.handlers
+                    for sub in ast.walk(handler)
+                    if isinstance(sub, ast.stmt)
+                )
+            ):
+                after = stmt.end_lineno or after
         block = (
             "",
             "try:",

@@ -43,9 +43,11 @@ def _run(text: str, *names: str) -> None:
     import types
 
     te = types.ModuleType("transformer_engine.pytorch")
-    te.Linear = lambda *a: (lambda x, is_first_microbatch=None: is_first_microbatch)
-    stubs = {"transformer_engine": types.ModuleType("transformer_engine"),
-             "transformer_engine.pytorch": te}
+    te.Linear = lambda *a: lambda x, is_first_microbatch=None: is_first_microbatch
+    stubs = {
+        "transformer_engine": types.ModuleType("transformer_engine"),
+        "transformer_engine.pytorch": te,
+    }
     saved = {k: sys.modules.get(k) for k in [*stubs, "megatron"]}
     sys.modules.update(stubs)
     sys.modules["megatron"] = None  # type: ignore[assignment]  # ImportError on import
@@ -67,7 +69,9 @@ def test_deep_module_keeps_shebang_and_cookie_first(tmp_path: Path) -> None:
     text = (
         "#!/usr/bin/env python\n# -*- coding: latin-1 -*-\n__all__ = ['B']\n"
         "import transformer_engine.pytorch as te\n\n"
-        "TABLE = " + " + ".join(f"[{i}]" for i in range(520)) + "\n\n\n"
+        "TABLE = "
+        + " + ".join(f"[{i}]" for i in range(520))
+        + "\n\n\n"
         + CLASS.replace("self.flag = True", "self.s = 'caf\xe9'")
     )
     path = tmp_path / "m.py"
@@ -75,8 +79,12 @@ def test_deep_module_keeps_shebang_and_cookie_first(tmp_path: Path) -> None:
     assert main(["fix", "--no-cache", "--fix-strategy", "guard", str(path)]) == 0
     raw = path.read_bytes()
     lines = raw.split(b"\n")
-    assert lines[:4] == [b"#!/usr/bin/env python", b"# -*- coding: latin-1 -*-",
-                         b"__all__ = ['B']", b"import transformer_engine.pytorch as te"]
+    assert lines[:4] == [
+        b"#!/usr/bin/env python",
+        b"# -*- coding: latin-1 -*-",
+        b"__all__ = ['B']",
+        b"import transformer_engine.pytorch as te",
+    ]
     assert lines[4] == IMPORT.encode()
     compile(raw, str(path), "exec")
 
@@ -89,9 +97,7 @@ def test_trailing_comments_with_other_indentation_are_kept(indent: str) -> None:
     assert new.endswith(f"{indent}# old_forward = self.fc(x)\n{indent}# return old_forward\n")
 
 
-@pytest.mark.parametrize(
-    "fallback", ["is_first_microbatch_tracked = None", "pass"]
-)
+@pytest.mark.parametrize("fallback", ["is_first_microbatch_tracked = None", "pass"])
 def test_an_optional_import_with_a_non_callable_fallback_gets_a_callable_one(
     fallback: str,
 ) -> None:
@@ -107,8 +113,10 @@ def test_an_optional_import_with_a_non_callable_fallback_gets_a_callable_one(
 
 @pytest.mark.parametrize(
     "prelude",
-    [f"if __name__ == '__main__':\n    {IMPORT}\n",
-     f"if __name__ == '__main__':\n    pass\nelse:\n    pass\n"],
+    [
+        f"if __name__ == '__main__':\n    {IMPORT}\n",
+        "if __name__ == '__main__':\n    pass\nelse:\n    pass\n",
+    ],
 )
 def test_an_import_only_under_main_is_not_the_guard(prelude: str) -> None:
     text = M.replace("\n\n\n", f"\n{prelude}\n\n", 1)
@@ -118,8 +126,10 @@ def test_an_import_only_under_main_is_not_the_guard(prelude: str) -> None:
 
 @pytest.mark.parametrize(
     "suffix, why",
-    [(f"{IMPORT}\ndel is_first_microbatch_tracked\n", "deleted"),
-     ("is_first_microbatch_tracked = print\n", "bound to something else")],
+    [
+        (f"{IMPORT}\ndel is_first_microbatch_tracked\n", "deleted"),
+        ("is_first_microbatch_tracked = print\n", "bound to something else"),
+    ],
 )
 def test_a_deleted_or_rebound_guard_name_is_refused(suffix: str, why: str) -> None:
     text = M.replace("\n\n\n", f"\n{suffix}\n\n", 1)
@@ -148,8 +158,10 @@ def test_a_one_line_optional_import_stays_optional() -> None:
     _run(new)
 
 
-@pytest.mark.parametrize("config, why", [("get_args()", "`get_args` is not in scope"),
-                                         ("config", "`config` is not in scope")])
+@pytest.mark.parametrize(
+    "config, why",
+    [("get_args()", "`get_args` is not in scope"), ("config", "`config` is not in scope")],
+)
 def test_a_guard_config_root_out_of_scope_is_never_the_receiver(config: str, why: str) -> None:
     result = fix_source(M, replace(GUARD, guard_config=config))
     assert "self()" not in result.text and "tracked(self)" not in result.text
@@ -166,8 +178,10 @@ def test_cr_only_file_keeps_its_final_cr() -> None:
 
 @pytest.mark.parametrize(
     "text",
-    [M.replace("        self.fc = te.Linear", "\f        self.fc = te.Linear"),
-     M.replace("    def forward", "\f    def forward")],
+    [
+        M.replace("        self.fc = te.Linear", "\f        self.fc = te.Linear"),
+        M.replace("    def forward", "\f    def forward"),
+    ],
 )
 def test_form_feeds_in_indentation_are_fixed(text: str) -> None:
     ast.parse(text)
@@ -179,8 +193,7 @@ def test_form_feeds_in_indentation_are_fixed(text: str) -> None:
 def test_a_backslash_continued_import_is_merged_into_without_breaking_it() -> None:
     text = (
         "import transformer_engine.pytorch as te\n"
-        "from megatron.core.transformer.module import MegatronModule, \\\n    fake\n\n\n"
-        + CLASS
+        "from megatron.core.transformer.module import MegatronModule, \\\n    fake\n\n\n" + CLASS
     )
     new = fix_source(text, GUARD).text
     ast.parse(new)
@@ -188,10 +201,15 @@ def test_a_backslash_continued_import_is_merged_into_without_breaking_it() -> No
 
 
 def test_the_import_goes_after_the_docstring_and_future_imports() -> None:
-    text = '"""Doc."""\nfrom __future__ import annotations\n\nX = 1\n' + "import transformer_engine.pytorch as te\n\n\n" + CLASS
+    text = '"""Doc."""\nfrom __future__ import annotations\n\nX = 1\n' + M
     lines = fix_source(text, GUARD).text.split("\n")
-    assert lines[:5] == ['"""Doc."""', "from __future__ import annotations", "", "X = 1",
-                         "import transformer_engine.pytorch as te"]
+    assert lines[:5] == [
+        '"""Doc."""',
+        "from __future__ import annotations",
+        "",
+        "X = 1",
+        "import transformer_engine.pytorch as te",
+    ]
     assert lines[5] == IMPORT
 
 
@@ -201,5 +219,9 @@ def test_fix_twice_changes_nothing_with_the_optional_block() -> None:
         "    megatron = None\n\n\n" + CLASS
     )
     once = fix_source(text, GUARD).text
-    assert fix_source(once + CLASS.replace("class B", "class C"), GUARD).text.count(
-        "def is_first_microbatch_tracked") == 1
+    assert (
+        fix_source(once + CLASS.replace("class B", "class C"), GUARD).text.count(
+            "def is_first_microbatch_tracked"
+        )
+        == 1
+    )
