@@ -12,6 +12,7 @@ will be written as, when the file's encoding is given) and keeps every comment i
 from __future__ import annotations
 
 import ast
+import bisect
 import io
 import tokenize
 import warnings
@@ -181,13 +182,14 @@ def apply_edits(
             spans.append((begin, end, replacement))
         else:
             whole = (min(s[0] for s in spans), max(s[1] for s in spans))
-            if any(_overlaps(whole, other) for other in taken):
+            at = bisect.bisect_left(taken, whole)  # sorted, disjoint: only neighbours can touch
+            if any(_overlaps(whole, other) for other in taken[max(at - 1, 0) : at + 1]):
                 plan.skipped.append(finding)
                 plan.notes.append(
                     f"line {finding.line}: {finding.code} not fixed here, it overlaps another fix"
                 )
                 continue
-            taken.append(whole)
+            taken.insert(at, whole)
             plan.accepted.extend(spans)
             seen_edits.add(fix.edits)
             plan.applied.append(finding)
