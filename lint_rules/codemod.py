@@ -148,7 +148,9 @@ class TEMicrobatchCodemod(VisitorBasedCodemodCommand):
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:
         from lint_rules.fixing import fix_source
 
-        result = fix_source(tree.code, self.settings(), disable_noqa=self.disable_noqa)
+        result = fix_source(
+            tree.code, self.settings(), disable_noqa=self.disable_noqa, encoding=tree.encoding
+        )
         for note in result.notes:
             self.warn(note)
         if not result.changed or result.text == tree.code:

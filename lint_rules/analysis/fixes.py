@@ -316,10 +316,11 @@ class FixBuilder:
             and (scope is None or scope.lookup(root) is None)
             and root not in self.symbols.alias_choices
         ):
-            receiver = _receiver(scope)
+            # `def f(this, x)`: `self.config` is `this.config` there; any other root that is
+            # not in scope is never the receiver (`get_args()` must not become `self()`)
+            receiver = _receiver(scope) if root == "self" else None
             if receiver is None:
                 return f"`{root}` is not in scope"
-            # `def f(this, x)`: `self.config` is `this.config` there
             stripped = config.strip()
             root, config = receiver, receiver + stripped[stripped.index(root) + len(root) :]
         unset = self._unset_attribute(root, config, scope)

@@ -102,12 +102,26 @@ def _outcomes(
         progress.clear()
 
 
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.realpath(a) == os.path.realpath(b)
+
+
 @contextmanager
-def _output(args: argparse.Namespace) -> Iterator[TextIO]:
-    """Where the report goes: ``--output-file`` (closed at the end), else stdout."""
+def _output(args: argparse.Namespace, inputs: Sequence[str] = ()) -> Iterator[TextIO]:
+    """Where the report goes: ``--output-file`` (closed at the end), else stdout. Opening it
+    truncates it, so it must not be one of the files read (``inputs``)."""
     if not getattr(args, "output_file", None):
         yield sys.stdout
         return
+    clash = next((path for path in inputs if _same_file(args.output_file, path)), None)
+    if clash is not None:
+        raise UsageError(
+            f"{args.output_file}: is one of the files checked ({clash}); "
+            "--output-file must name another file"
+        )
     try:
         out = open(args.output_file, "w", encoding="utf-8", errors="backslashreplace")  # noqa: SIM115
     except OSError as error:
@@ -138,7 +152,7 @@ def run_check(args: argparse.Namespace, config: Configuration, discovery: Discov
     streaming = args.format == "text" and not args.statistics
     findings = []
     problems = [Problem(path, reason) for path, reason in discovery.errors]
-    with _output(args) as out:
+    with _output(args, discovery.files) as out:
         marked = streaming and out.isatty()
         for outcome in _outcomes(args, config, check_file, job, discovery.files, cache):
             if cache is not None:
@@ -308,7 +322,7 @@ def run_stdin(args: argparse.Namespace, config: Configuration) -> int:
         outcome = check_file(job, shown, settings, source)
         findings = [f for f in outcome.findings if settings.reports(f.code)]
         problems = [_problem(outcome)] if outcome.error else []
-        with _output(args) as out:
+        with _output(args, [args.stdin_filename] if args.stdin_filename else []) as out:
             if args.format == "text" and not args.statistics:
                 out.write(format_text(findings, out.isatty()))
             _write_report(args, out, findings, problems)

@@ -262,7 +262,9 @@ def fix_file(
 
     source = source or read_source(path)
     try:
-        result = fix_source(source.text, settings, disable_noqa=job.disable_noqa, project=project)
+        result = fix_source(
+            source.text, settings, job.disable_noqa, project, encoding=source.encoding
+        )
     except FixError as error:
         return Outcome(path, error=f"not fixed: {error}")
     notes = tuple(result.notes)
