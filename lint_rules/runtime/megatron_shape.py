@@ -36,7 +36,7 @@ VARIANTS = ("unguarded", "guarded", "none")
 GUARD_IMPORT = "megatron_guard.is_first_microbatch_tracked"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def megatron_source(variant: str = "unguarded") -> str:
     """The model source of ``variant`` (the codemod's output for ``guarded`` and ``none``)."""
     if variant not in VARIANTS:
