@@ -312,6 +312,9 @@ class Plan:
     bytes_to_parse: int
     passed: list[tuple[int, Settings]] = field(default_factory=list)
     """Every file that passed the prefilter (parsed now or found in the cache): its place."""
+    deferred: list[tuple[int, Settings]] = field(default_factory=list)
+    """Packages' ``__init__.py`` that fail the prefilter but import (a run over several
+    files): read for the index only if a file of the run imports from them (``cli.crossfile``)."""
 
 
 def plan_files(
@@ -333,6 +336,7 @@ def plan_files(
     done: list[Outcome | None] = []
     to_parse: list[tuple[str, Settings]] = []
     passed: list[tuple[int, Settings]] = []
+    deferred: list[tuple[int, Settings]] = []
     size = 0
     for path in files:
         outcome = None
@@ -342,11 +346,11 @@ def plan_files(
             outcome = Outcome(path, error=error.reason)
         else:
             text = source.text
-            if not mentions_flag(text) and not (crossfile and _may_reexport(path, text)):
+            relevant = mentions_flag(text)
+            if not relevant and not (crossfile and _may_reexport(path, text)):
                 outcome = Outcome(path, new_text=source.text if job.mode == "stdout" else None)
             else:
                 settings = settings_of(path)
-                passed.append((len(done), settings))
                 if cache is not None and job.mode == "check":
                     digest = content_digest(settings, job.disable_noqa, source.raw)
                     outcome = cache.get(digest, path)
@@ -354,13 +358,17 @@ def plan_files(
                         usable = outcome.indexed if crossfile else not outcome.used
                         if not usable:  # analysed alone, or it used the other files
                             outcome = None
-                if outcome is None:
+                if outcome is None and not relevant:
+                    deferred.append((len(done), settings))
+                else:
+                    passed.append((len(done), settings))
+                if outcome is None and relevant:
                     to_parse.append((path, settings))
                     size += len(source.raw)
         done.append(outcome)
         if outcome is not None and on_done is not None:
             on_done()
-    return Plan(list(files), done, to_parse, size, passed)
+    return Plan(list(files), done, to_parse, size, passed, deferred)
 
 
 def _may_reexport(path: str, text: str) -> bool:
