@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import lint_rules.analysis
-from lint_rules.cli import command
+from lint_rules.cli import command, running
 
 ROOT = Path(__file__).resolve().parent.parent
 REEXPORT = ROOT / "fixtures" / "imports" / "reexport"
@@ -59,3 +59,55 @@ def test_only_the_init_that_an_import_goes_through_is_parsed(
     assert found == {("model.py", 5, "TEM002"), ("model.py", 6, "TEM001")}
     assert "from .layers import MyLinear, make_fc" in analysed  # pkg/__init__.py: re-exports
     assert not any("unrelated" in line for line in analysed)
+
+
+def _sample(idle: int, busy: int, own: float, wall: float) -> running.CpuSample:
+    """A ``/proc/stat`` ``cpu`` line's ticks: ``busy`` in user time, ``idle`` idle."""
+    return running.CpuSample((busy, 0, 0, idle, 0, 0, 0, 0), own, wall)
+
+
+@pytest.mark.parametrize(
+    ("idle", "busy", "own", "workers"),
+    [
+        (20, 20, 0.2, 2),  # this process on one core, the other idle: a pool of two
+        (10, 30, 0.2, 2),  # the other core half idle
+        (2, 38, 0.2, 1),  # both busy: this process and another
+        (0, 40, 0.0, 1),  # both busy with others, this one waiting: still one
+        (40, 0, 0.0, 2),  # this process asleep (reading), both idle
+    ],
+)
+def test_the_pool_follows_the_idle_cores_of_the_last_moments(
+    idle: int, busy: int, own: float, workers: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two cores, a 0.2 s window: what the machine does now decides, not the load average
+    (here 2.0: the previous run of this command, just ended, still counts in it)."""
+    before, after = _sample(0, 0, 0.0, 0.0), _sample(idle, busy, own, 0.2)
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    monkeypatch.setattr("os.cpu_count", lambda: 2)
+    monkeypatch.setattr("os.getloadavg", lambda: (2.0, 2.0, 2.0))
+    monkeypatch.setattr(running.CpuSample, "now", classmethod(lambda cls: after))
+    assert running.default_cpus(before) == workers
+    plan = running.Plan(["a", "b"], [None, None], [("a", None), ("b", None)], 10**7)
+    plan.started = before
+    assert running.pool_size(plan, None) == workers
+    assert running.pool_size(plan, 1) == 1  # --jobs is obeyed
+
+
+def test_no_proc_stat_falls_back_to_the_load_average(monkeypatch: pytest.MonkeyPatch) -> None:
+    blind = running.CpuSample(None, 0.0, 0.0)
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    monkeypatch.setattr("os.getloadavg", lambda: (0.2, 0.2, 0.2))
+    monkeypatch.setattr(running.CpuSample, "now", classmethod(lambda cls: blind))
+    assert running.default_cpus(blind) == 2
+    assert running.idle_cores(blind, blind, 2) is None
+
+
+def test_a_window_too_short_to_say_is_waited_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    samples = iter([_sample(1, 1, 0.0, 0.001), _sample(10, 0, 0.0, 0.05)])
+    slept: list[float] = []
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    monkeypatch.setattr("os.cpu_count", lambda: 2)
+    monkeypatch.setattr(running.CpuSample, "now", classmethod(lambda cls: next(samples)))
+    monkeypatch.setattr(running.time, "sleep", slept.append)
+    assert running.default_cpus(_sample(0, 0, 0.0, 0.0)) == 2
+    assert slept and 0 < slept[0] <= 0.05

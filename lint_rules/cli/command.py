@@ -35,7 +35,6 @@ from lint_rules.cli.running import (
     Outcome,
     Work,
     check_file,
-    default_cpus,
     fix_file,
     fixed_count,
     plan_files,
@@ -84,7 +83,7 @@ def _outcomes(
     progress = _progress(args, len(files))
     crossfile = len(files) > 1
     plan = plan_files(job, files, config.settings_of, cache, progress.advance, crossfile)
-    workers = pool_size(plan, args.jobs, default_cpus())
+    workers = pool_size(plan, args.jobs)
     if crossfile:
         from lint_rules.cli.crossfile import run_crossfile
 
