@@ -83,7 +83,9 @@ def run(code: Path, cwd: Path, path: str, jobs: str | None) -> tuple[int, bytes,
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--base", default="HEAD", help="git revision to compare with (HEAD)")
-    parser.add_argument("--jobs", action="append", help="--jobs values to run (default: the default)")
+    parser.add_argument(
+        "--jobs", action="append", help="--jobs values to run (default: the default)"
+    )
     parser.add_argument("--only", help="only trees whose label contains this")
     args = parser.parse_args(argv)
     different = 0

@@ -32,7 +32,9 @@ def analysed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 def _check(capsys: pytest.CaptureFixture[str], path: Path) -> set[tuple[str, int, str]]:
-    command.main(["check", "--isolated", "--no-cache", "--jobs", "1", "--format", "json", str(path)])
+    command.main(
+        ["check", "--isolated", "--no-cache", "--jobs", "1", "--format", "json", str(path)]
+    )
     rows = json.loads(capsys.readouterr().out or "[]")
     return {(Path(r["path"]).name, r["line"], r["code"]) for r in rows}
 
