@@ -37,7 +37,6 @@ import os
 import re
 import signal
 import stat
-import tempfile
 import threading
 import tokenize
 from collections.abc import Iterator
@@ -355,6 +354,8 @@ def write_source_atomic(source: SourceFile, new_text: str) -> None:
         raise SourceError(name, _os_reason(error)) from None
     if current != source.raw:
         raise SourceError(name, "file changed on disk since it was read; not written")
+
+    import tempfile  # only a run that writes pays for it (and for `random`, `shutil`)
 
     directory = os.path.dirname(target) or "."
     base = os.path.basename(target)

@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 import lint_rules.analysis
+from lint_rules import __version__
 from lint_rules.cli import command, running
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -113,3 +116,38 @@ def test_a_window_too_short_to_say_is_waited_out(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(running.time, "sleep", slept.append)
     assert running.default_cpus(_sample(0, 0, 0.0, 0.0)) == 2
     assert slept and 0 < slept[0] <= 0.05
+
+
+def _modules_after(tmp_path: Path, *argv: str) -> tuple[str, set[str]]:
+    """What a fresh interpreter prints for ``te-microbatch-lint ARGV`` in ``tmp_path``, and
+    the modules it has imported by the end."""
+    code = (
+        "import sys\nfrom lint_rules.cli import main\n"
+        f"status = main({list(argv)!r})\n"
+        "print('\\0' + ' '.join(sorted(sys.modules)))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True
+    )
+    out, _, modules = done.stdout.rpartition("\0")
+    return out, set(modules.split())
+
+
+def test_version_loads_nothing_of_the_command(tmp_path: Path) -> None:
+    out, modules = _modules_after(tmp_path, "--version")
+    argparse_says = "from lint_rules.cli.command import main; main(['--version'])"
+    whole = subprocess.run([sys.executable, "-c", argparse_says], capture_output=True, text=True)
+    assert out == whole.stdout == "te-microbatch-lint 0.1.0\n".replace("0.1.0", __version__)
+    assert not {m for m in modules if m.startswith("lint_rules.") and m != "lint_rules.cli"}
+    assert not {"argparse", "dataclasses", "typing"} & modules
+
+
+def test_a_check_that_writes_nothing_loads_no_writer(tmp_path: Path) -> None:
+    (tmp_path / "model.py").write_text("def f(m, x):\n    return m(x, is_first_microbatch=True)\n")
+    (tmp_path / "empty").mkdir()
+    _, modules = _modules_after(tmp_path / "empty", "check", "--no-cache", ".")
+    assert not {"lint_rules.cli.cache", "lint_rules.analysis", "lint_rules.fileio"} & modules
+    assert not {"tempfile", "random"} & modules
+    _, modules = _modules_after(tmp_path, "check", "--no-cache", "--jobs", "1", ".")
+    assert "lint_rules.analysis.core" in modules  # the file was analysed
+    assert not {"lint_rules.cli.cache", "tempfile", "random", "libcst"} & modules

@@ -128,12 +128,14 @@ def _check_status(
 
 
 def run_check(args: argparse.Namespace, config: Configuration, discovery: Discovery) -> int:
-    from lint_rules.cli.cache import open_cache
-
     if args.statistics and args.format not in ("text", "json"):
         raise UsageError("--statistics works with --format text or json")
     job = Job(disable_noqa=args.disable_noqa, mode="check")
-    cache = open_cache(args.no_cache, args.cache_dir)
+    cache = None
+    if not args.no_cache:  # --no-cache: the cache module is not even imported
+        from lint_rules.cli.cache import open_cache
+
+        cache = open_cache(args.no_cache, args.cache_dir)
     streaming = args.format == "text" and not args.statistics
     findings = []
     problems = [Problem(path, reason) for path, reason in discovery.errors]

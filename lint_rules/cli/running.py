@@ -333,10 +333,12 @@ def plan_files(
     ``on_done`` is called for each file finished here (the progress bar counts it). A cached
     result that used the index of a run over several files serves only such a run
     (``crossfile``), which checks that the index still answers the same (``cli.crossfile``)."""
+    started = CpuSample.now()
+    if not files:  # nothing to read: neither the prefilter nor the reader is imported
+        return Plan([], [], [], 0, started=started)
     from lint_rules.analysis import mentions_flag
     from lint_rules.fileio import SourceError, read_source
 
-    started = CpuSample.now()
     done: list[Outcome | None] = []
     to_parse: list[tuple[str, Settings]] = []
     passed: list[tuple[int, Settings]] = []
