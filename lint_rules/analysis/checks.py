@@ -10,6 +10,7 @@ import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from lint_rules.analysis.lifecycle import Verdict
 from lint_rules.analysis.resolve import Callee, TEModule, TERejects, Unresolved
 from lint_rules.analysis.symbols import (
     Branch,
@@ -171,8 +172,11 @@ def tem001_keyword(a: Analysis, site: FlagCall) -> None:
     value = site.keyword.value
     if site.guarded or a.tracker.is_tracked(value, site.scope, loops=site.ctx.loops):
         return
-    fix = a.fixes.value_fix(value, site.scope, site.repeated, site.callee)
-    a.report("TEM001", site.keyword, site.target, fix)
+    judgement = a.lifecycle.judge(value, site.scope, site.ctx)
+    if judgement.verdict is Verdict.MAINTAINED:
+        return
+    fix = a.fixes.value_fix(value, site.scope, site.repeated, site.callee, judgement=judgement)
+    a.report("TEM001", site.keyword, site.target, fix, judgement)
 
 
 def tem002_positional(a: Analysis, site: FlagCall) -> None:
@@ -180,8 +184,13 @@ def tem002_positional(a: Analysis, site: FlagCall) -> None:
     assert site.index is not None and site.value is not None
     if site.guarded or a.tracker.is_tracked(site.value, site.scope, loops=site.ctx.loops):
         return
-    fix = a.fixes.positional_fix(site.call, site.index, site.scope, site.repeated, site.callee)
-    a.report("TEM002", site.value, site.target, fix)
+    judgement = a.lifecycle.judge(site.value, site.scope, site.ctx)
+    if judgement.verdict is Verdict.MAINTAINED:
+        return
+    fix = a.fixes.positional_fix(
+        site.call, site.index, site.scope, site.repeated, site.callee, judgement=judgement
+    )
+    a.report("TEM002", site.value, site.target, fix, judgement)
 
 
 def tem003_mapping(a: Analysis, site: FlagCall, mapping: ast.expr) -> None:
@@ -228,9 +237,12 @@ def tem003_mapping(a: Analysis, site: FlagCall, mapping: ast.expr) -> None:
             or a.tracker.is_tracked(value, where, loops=site.ctx.loops if where is scope else ())
         ):
             continue
+        judgement = a.lifecycle.judge(value, where, site.ctx)
+        if judgement.verdict is Verdict.MAINTAINED:
+            continue
         a.reported_keys.add(id(node))
-        fix = a.fixes.mapping_fix(value, where, site.callee, mapping)
-        a.report("TEM003", node, site.target, fix, mapping=mapping_name)
+        fix = a.fixes.mapping_fix(value, where, site.callee, mapping, judgement=judgement)
+        a.report("TEM003", node, site.target, fix, judgement, mapping=mapping_name)
 
 
 def tem004_rejected(

@@ -10,7 +10,9 @@ from dataclasses import replace
 
 from lint_rules.analysis import checks
 from lint_rules.analysis.fixes import FixBuilder, NoFixes
-from lint_rules.analysis.prefilter import te_file
+from lint_rules.analysis.lifecycle import Judgement, Lifecycle
+from lint_rules.analysis.facts import collect
+from lint_rules.analysis.prefilter import state_lines, te_file
 from lint_rules.analysis.project import Project
 from lint_rules.analysis.resolve import Resolver
 from lint_rules.analysis.symbols import ModuleSymbols, Scope
@@ -23,7 +25,7 @@ from lint_rules.analysis.walk import (
     loop_bound_names,
     loop_runs_backward,
 )
-from lint_rules.findings import Finding, Fix, ast_lines
+from lint_rules.findings import Evidence, Finding, Fix, ast_lines
 from lint_rules.rules import format_message
 from lint_rules.settings import Settings
 from lint_rules.te import TE_ROOT
@@ -83,6 +85,8 @@ class Analysis:
         settings = self.settings
         guards = tuple(dict.fromkeys((*settings.guard_functions, settings.guard_import)))
         self.tracker = Tracker(self.symbols, guards, settings.tracked_functions)
+        run = self.project.lifecycle if self.project is not None else None
+        self.lifecycle = Lifecycle(self.tree, run)
         self.fixes: FixBuilder | NoFixes = (
             FixBuilder(
                 self.symbols, settings, self.source, self.resolver.classes, self.tree, self._lines
@@ -107,11 +111,16 @@ class Analysis:
         return self.findings
 
     def export(self) -> None:
-        """Tell the run (``project``) what this file exports, once its findings are known."""
-        if self.project is not None:
+        """Tell the run (``project``) what this file exports, once its findings are known:
+        its TE subclasses and factories, and the lifecycle facts it shares (``facts``)."""
+        project = self.project
+        if project is not None:
             if self._pending:
                 self._prepare()
-            self.project.collect(self.resolver, self.lines() if self.source is not None else None)
+            project.collect(self.resolver, self.lines() if self.source is not None else None)
+            lines = state_lines(self.source) if self.source is not None else None
+            project.facts = collect(self.tree, lines)
+            project.keys = tuple(sorted(self.lifecycle.keys))
 
     def close(self) -> None:
         """Break the resolver's one reference cycle (it and its ``Classes`` know each other),
@@ -150,7 +159,16 @@ class Analysis:
             facts = self._loops[id(loop)] = (loop_bound_names(loop), loop_runs_backward(loop))
         return facts
 
-    def report(self, code: str, node: ast.AST, target: str, fix: Fix | None, **extra: str) -> None:
+    def report(
+        self,
+        code: str,
+        node: ast.AST,
+        target: str,
+        fix: Fix | None,
+        judgement: Judgement | None = None,
+        evidence: tuple[Evidence, ...] = (),
+        **extra: str,
+    ) -> None:
         guards = self.tracker.guards
         guard = guards[0] if guards else "is_first_microbatch_tracked"
         message = format_message(
@@ -169,6 +187,8 @@ class Analysis:
                 node.end_lineno or node.lineno,  # type: ignore[attr-defined]
                 node.end_col_offset if node.end_col_offset is not None else node.col_offset,  # type: ignore[attr-defined]
                 fix,
+                verdict=judgement.verdict.value if judgement is not None else extra.get("verdict", ""),
+                evidence=judgement.evidence if judgement is not None else evidence,
             )
         )
 

@@ -88,3 +88,37 @@ def te_file(text: str) -> bool:
     class that takes the flag (resolution stays in the file, so a TE module called here is
     constructed, declared or subclassed here by such a name)."""
     return TE_ROOT in text and _imports_te(text) and _names_te_class(text)
+
+
+STATE_WORDS = ("microbatch", "micro_batch")
+"""A run over several files shares the writes and calls of the statements whose lines spell
+one of these (any case): ``self.is_first_microbatch = True``, ``set_is_first_microbatch()``,
+``decoder.current_microbatch = i``, ``_IS_FIRST_MICROBATCH = v``. The file's own verdicts read
+every statement of the file."""
+
+GATES = True
+"""The text gates of this module on (tests turn them off: findings must be identical)."""
+
+
+def state_lines(text: str) -> list[int] | None:
+    """The lines (1-based, ascending) whose statements a run shares as lifecycle facts;
+    None with the gates off (every statement)."""
+    if not GATES:
+        return None
+    lowered = text.lower()
+    found: set[int] = set()
+    for word in STATE_WORDS:
+        at = lowered.find(word)
+        while at >= 0:
+            found.add(lowered.count("\n", 0, at) + 1)
+            at = lowered.find(word, at + 1)
+    return sorted(found)
+
+
+def mentions_state(text: str) -> bool:
+    """Whether a run over several files may share lifecycle facts of this file: some line
+    spells a state word (``state_lines``); always, with the gates off."""
+    if not GATES:
+        return True
+    lowered = text.lower()
+    return any(word in lowered for word in STATE_WORDS)

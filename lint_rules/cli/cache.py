@@ -69,21 +69,23 @@ class ResultCache:
 
     def get(self, digest: str, path: str) -> Outcome | None:
         entry = self.entries.get(digest)
-        if not isinstance(entry, list) or len(entry) != 8:
+        if not isinstance(entry, list) or len(entry) != 10:
             return None
-        when, error, rows, used, names, exports, package, indexed = entry
+        when, error, rows, used, names, exports, package, indexed, facts, keys = entry
         try:
             if error is not None:
                 return Outcome(path, error=error[0], error_line=error[1], error_column=error[2])
-            found = tuple(Reported(path, **dict(zip(_FIELDS, row))) for row in rows)
+            found = tuple(_reported(path, row) for row in rows)
             project = {
+                "facts": None if facts is None else _facts(facts),
+                "keys": tuple(map(str, keys)),
                 "used": str(used),
                 "names": tuple(map(str, names)),
                 "exports": tuple((str(row[0]), Export(*row[1:])) for row in exports),
                 "package": None if package is None else str(package),
                 "indexed": indexed is True,
             }
-        except (TypeError, IndexError):
+        except (TypeError, IndexError, ValueError):
             return None
         if self.now - when > 86400:
             entry[0] = self.now
@@ -99,7 +101,7 @@ class ResultCache:
         rows = [list(astuple(f))[1:] for f in outcome.findings]
         exports = [[name, *export] for name, export in outcome.exports]
         entry = [self.now, error, rows, outcome.used, list(outcome.names), exports]
-        entry += [outcome.package, outcome.indexed]
+        entry += [outcome.package, outcome.indexed, outcome.facts, list(outcome.keys)]
         self.entries[outcome.digest] = entry
         self.dirty = True
 
@@ -140,3 +142,23 @@ def open_cache(no_cache: bool, directory: str | None) -> ResultCache | None:
     if no_cache:
         return None
     return ResultCache(directory or os.environ.get(ENV_DIR) or default_directory())
+
+
+def _reported(path: str, row: list[Any]) -> Reported:
+    found = dict(zip(_FIELDS, row))
+    found["evidence"] = tuple(
+        (str(p), int(line), int(col), str(text)) for p, line, col, text in found.get("evidence", ())
+    )
+    return Reported(path, **found)
+
+
+def _facts(raw: list[Any]) -> Any:
+    """``FileFacts`` from its JSON form (lists for tuples)."""
+    from lint_rules.analysis.facts import CallFact, FileFacts, Write
+
+    writes, calls, getters = raw
+    return FileFacts(
+        tuple(Write(k, v, f, tuple(c), int(ln), int(col), p) for k, v, f, c, ln, col, p in writes),
+        tuple(CallFact(n, a, f, int(ln), int(col), p) for n, a, f, ln, col, p in calls),
+        tuple((str(n), str(k)) for n, k in getters),
+    )

@@ -31,6 +31,7 @@ except ImportError:  # pragma: no cover - other Pythons
     from hashlib import blake2b
 
 from lint_rules.analysis import Export, Project
+from lint_rules.analysis.lifecycle import RunFacts, lifecycle_digest
 from lint_rules.analysis.project import matched
 from lint_rules.cli.running import Job, Outcome, Plan, Work, _parse, check_file
 
@@ -55,13 +56,27 @@ def used_digest(names: Sequence[str], index: Mapping[str, Export], keys: list[st
 def found_in(project: Project) -> dict[str, Any]:
     """The ``Outcome`` fields of a file analysed with ``project``."""
     names = tuple(sorted(project.names))
+    used = used_digest(names, project.index, sorted(project.index))
+    life = lifecycle_digest(project.keys, project.lifecycle)
     return {
         "exports": tuple(sorted(project.exports.items())),
         "names": names,
-        "used": used_digest(names, project.index, sorted(project.index)),
+        "used": f"{used}/{life}" if life else used,
         "package": project.package,
         "indexed": True,
+        "facts": project.facts,
+        "keys": project.keys,
     }
+
+
+def run_facts(outcomes: Sequence[Outcome | None], places: Sequence[int]) -> RunFacts:
+    """The lifecycle facts every analysed file of the run shares."""
+    found = RunFacts()
+    for place in places:
+        outcome = outcomes[place]
+        if outcome is not None and outcome.facts is not None:
+            found.add(outcome.path, outcome.facts)
+    return found
 
 
 class Modules:
@@ -180,8 +195,12 @@ def run_crossfile(
     check = job if checking else Job(disable_noqa=job.disable_noqa, mode="check")
     outcomes: list[Outcome | None] = list(plan.done) if checking else [None] * len(plan.files)
 
+    def project(place: int, index: Index) -> Project:
+        path = plan.files[place]
+        return Project(layout[place][1], index, facts.without(path) if facts else None)
+
     def analyse(places: list[int], index: Index, first: bool = False) -> Iterator[None]:
-        items = [(plan.files[p], settings[p], Project(layout[p][1], index)) for p in places]
+        items = [(plan.files[p], settings[p], project(p, index)) for p in places]
         pool = workers if first or len(places) >= REDO_POOL_MIN else 1
         for place, outcome in zip(places, _parse(check_file, check, items, pool)):
             outcomes[place] = outcome
@@ -198,6 +217,7 @@ def run_crossfile(
         if known is None:
             known = finals[place] = (
                 not outcome.used
+                and not outcome.keys
                 and outcome.package == layout[place][1]
                 and not any(reaches(name, every, ordered) for name in outcome.names)
             )
@@ -211,11 +231,15 @@ def run_crossfile(
         if outcome.error is not None:
             return False  # not parsed: nothing it could use
         used = used_digest(outcome.names, index, keys)
+        life = lifecycle_digest(outcome.keys, facts.without(outcome.path)) if facts and outcome.keys else ""
+        if life:
+            used = f"{used}/{life}"
         return outcome.used != used or outcome.package != layout[place][1]
 
     # The first pass reads the exports of the files found in the cache: in an incremental run
     # a changed file that uses them is then analysed once, not twice.
     given = 0
+    facts: RunFacts | None = None  # the first pass shares them: known after it
     cached = build_index(outcomes, module_names)
     for _ in analyse([p for p in active if outcomes[p] is None], cached, first=True):
         while checking and given < len(outcomes) and final(given):
@@ -223,6 +247,7 @@ def run_crossfile(
             given += 1
     waiting = dict(plan.deferred)
     index: Index = {}
+    facts = run_facts(outcomes, active)
     rounds = 0
     while True:
         index = build_index(outcomes, module_names)
@@ -250,7 +275,7 @@ def run_crossfile(
         yield from outcomes[given:]  # type: ignore[misc]
         return
     places = sorted(active)
-    items = [(plan.files[p], settings[p], Project(layout[p][1], index)) for p in places]
+    items = [(plan.files[p], settings[p], project(p, index)) for p in places]
     fixed = _parse(work, job, items, workers)
     to_fix = set(places)
     for place, outcome in enumerate(plan.done):

@@ -79,7 +79,17 @@ def format_json(findings: Sequence[Reported], problems: Sequence[Problem] = ()) 
     """A list of rows; a file that could not be read or parsed is a row with ``code: null``."""
     import json
 
-    rows: list[dict[str, Any]] = [{key: getattr(f, key) for key in JSON_KEYS} for f in findings]
+    rows: list[dict[str, Any]] = [
+        {
+            **{key: getattr(f, key) for key in JSON_KEYS},
+            "verdict": f.verdict or None,
+            "evidence": [
+                {"path": p, "line": line, "column": col, "message": text}
+                for p, line, col, text in f.evidence
+            ],
+        }
+        for f in findings
+    ]
     for problem in problems:
         row = dict.fromkeys(JSON_KEYS)
         row.update(path=problem.path, message=problem.reason, fixable=False)

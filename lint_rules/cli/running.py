@@ -54,6 +54,11 @@ class Reported:
     fixable: bool
     applicability: str | None = None
     fingerprint: str = ""
+    verdict: str = ""
+    """The flag's lifecycle verdict (``stale``, ``conditional``, ``unverified``, ...)."""
+    evidence: tuple[tuple[str, int, int, str], ...] = ()
+    """``(path, line, column, message)`` per step of the evidence; ``column`` 1-based, 0 and
+    ``line`` 0 for a remark with no place."""
 
 
 @dataclass(frozen=True)
@@ -93,6 +98,11 @@ class Outcome:
     """The package its relative imports were resolved in."""
     indexed: bool = False
     """Analysed as a file of a run over several files (``exports`` and ``names`` are known)."""
+    facts: Any = None
+    """Its lifecycle facts for the other files of the run (``analysis.facts.FileFacts``)."""
+    keys: tuple[str, ...] = ()
+    """The state keys its verdicts read from the run, and the functions of the file that
+    re-arm them (``fn:<name>``): what its findings depend on in the other files."""
 
 
 @dataclass(frozen=True)
@@ -168,6 +178,11 @@ def _reported(path: str, text: str, findings: Iterable[Any]) -> tuple[Reported, 
             fixable=f.fix is not None,
             applicability=getattr(f.fix, "applicability", None) if f.fix else None,
             fingerprint=fingerprint,
+            verdict=getattr(f, "verdict", ""),
+            evidence=tuple(
+                (e.path if e.path is not None else path, e.line, e.col + 1 if e.line else 0, e.message)
+                for e in getattr(f, "evidence", ())
+            ),
         )
         for f, fingerprint in zip(ordered, prints)
     )
@@ -314,8 +329,9 @@ class Plan:
     passed: list[tuple[int, Settings]] = field(default_factory=list)
     """Every file that passed the prefilter (parsed now or found in the cache): its place."""
     deferred: list[tuple[int, Settings]] = field(default_factory=list)
-    """Packages' ``__init__.py`` that fail the prefilter but import (a run over several
-    files): read for the index only if a file of the run imports from them (``cli.crossfile``)."""
+    """Packages' ``__init__.py`` that fail the prefilter but import, and share no lifecycle
+    fact (a run over several files): read for the index only if a file of the run imports
+    from them (``cli.crossfile``)."""
     started: CpuSample | None = None
     """The machine's CPU time when the first pass began (``default_cpus``)."""
 
@@ -337,6 +353,7 @@ def plan_files(
     if not files:  # nothing to read: neither the prefilter nor the reader is imported
         return Plan([], [], [], 0, started=started)
     from lint_rules.analysis import mentions_flag
+    from lint_rules.analysis.prefilter import mentions_state
     from lint_rules.fileio import SourceError, read_source
 
     done: list[Outcome | None] = []
@@ -364,7 +381,7 @@ def plan_files(
                         usable = outcome.indexed if crossfile else not outcome.used
                         if not usable:  # analysed alone, or it used the other files
                             outcome = None
-                if outcome is None and not relevant:
+                if outcome is None and not relevant and not mentions_state(text):
                     deferred.append((len(done), settings))
                 else:
                     passed.append((len(done), settings))
