@@ -37,7 +37,6 @@ import os
 import re
 import signal
 import stat
-import tempfile
 import threading
 import tokenize
 from collections.abc import Iterator
@@ -474,6 +473,8 @@ def _replace_checked(
         except OSError:
             return False
         return _identity(now) == expected and (there.st_dev, there.st_ino) == expected[:2]
+
+    import tempfile  # only a run that writes pays for it (and for `random`, `shutil`)
 
     directory = os.path.dirname(target) or "."
     base = os.path.basename(target)

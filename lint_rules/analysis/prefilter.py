@@ -118,3 +118,12 @@ def state_lines(text: str) -> list[int] | None:
             found.add(lowered.count("\n", 0, at) + 1)
             at = lowered.find(word, at + 1)
     return sorted(found)
+
+
+def mentions_state(text: str) -> bool:
+    """Whether a run over several files may share lifecycle facts of this file: some line
+    spells a state word (``state_lines``); always, with the gates off."""
+    if not GATES:
+        return True
+    lowered = text.lower()
+    return any(word in lowered for word in STATE_WORDS)

@@ -35,7 +35,6 @@ from lint_rules.cli.running import (
     Outcome,
     Work,
     check_file,
-    default_cpus,
     fix_file,
     fixed_count,
     plan_files,
@@ -84,7 +83,7 @@ def _outcomes(
     progress = _progress(args, len(files))
     crossfile = len(files) > 1
     plan = plan_files(job, files, config.settings_of, cache, progress.advance, crossfile)
-    workers = pool_size(plan, args.jobs, default_cpus())
+    workers = pool_size(plan, args.jobs)
     if crossfile:
         from lint_rules.cli.crossfile import run_crossfile
 
@@ -143,12 +142,14 @@ def _check_status(
 
 
 def run_check(args: argparse.Namespace, config: Configuration, discovery: Discovery) -> int:
-    from lint_rules.cli.cache import open_cache
-
     if args.statistics and args.format not in ("text", "json"):
         raise UsageError("--statistics works with --format text or json")
     job = Job(disable_noqa=args.disable_noqa, mode="check")
-    cache = open_cache(args.no_cache, args.cache_dir)
+    cache = None
+    if not args.no_cache:  # --no-cache: the cache module is not even imported
+        from lint_rules.cli.cache import open_cache
+
+        cache = open_cache(args.no_cache, args.cache_dir)
     streaming = args.format == "text" and not args.statistics
     findings = []
     problems = [Problem(path, reason) for path, reason in discovery.errors]

@@ -8,7 +8,11 @@ path (folders holding ``__init__.py``) and its path below each directory the run
 (with and without that directory's own name, for namespace packages). A file whose names reach
 an index entry is analysed again with the index, and so on while exports change (a subclass
 of a subclass two files away): in a real project one more pass over a few files. Files that
-fail the prefilter are never parsed, so a class defined only there is not in the index.
+fail the prefilter are never parsed, so a class defined only there is not in the index. A
+package's ``__init__.py`` that fails the prefilter can only pass on what the index holds
+(``from .layers import MyLinear``): it is parsed only once the index holds something and a
+name a file looked up goes through its package (``needed``), and so on along a chain of
+re-exports; the others are done unread, as every file the prefilter rules out.
 
 Results depend on the index only through the entries a file's names reach: ``used`` is their
 digest, stored with the file's cached result and compared before the result is served.
@@ -146,6 +150,26 @@ def reaches(name: str, modules: set[str], ordered: list[str]) -> bool:
     return at < len(ordered) and ordered[at].startswith(name + ".")
 
 
+def needed(
+    waiting: Mapping[int, Any],
+    module_names: Mapping[int, list[str]],
+    outcomes: Sequence[Outcome | None],
+    exports: bool,
+) -> list[int]:
+    """The places in ``waiting`` (``__init__.py`` that fail the prefilter) whose module a name
+    looked up by ``outcomes`` goes through (``pkg`` for ``pkg.MyLinear``), in order. None
+    while the run exports nothing (``exports``): an ``__init__.py`` that fails the prefilter
+    only passes on what the index holds."""
+    if not exports:
+        return []
+    through: set[str] = set()
+    for outcome in outcomes:
+        for name in outcome.names if outcome is not None else ():
+            parts = name.split(".")
+            through.update(".".join(parts[:end]) for end in range(1, len(parts) + 1))
+    return sorted(p for p in waiting if any(m in through for m in module_names[p]))
+
+
 def run_crossfile(
     work: Work,
     job: Job,
@@ -159,11 +183,14 @@ def run_crossfile(
     the run cannot depend on the index: its outcome is given as soon as those before it are;
     the others once the index has settled."""
     modules = Modules(roots)
-    layout = {place: modules.names(plan.files[place]) for place, _ in plan.passed}
+    layout = {p: modules.names(plan.files[p]) for p, _ in (*plan.passed, *plan.deferred)}
     module_names = {place: names for place, (names, _) in layout.items()}
     every = {name for names in module_names.values() for name in names}
     ordered = sorted(every)
     settings = dict(plan.passed)
+    # The files analysed: those that pass the prefilter, and the packages' `__init__.py`
+    # that a name they look up goes through (`needed`).
+    active = [place for place, _ in plan.passed]
     checking = work is check_file
     check = job if checking else Job(disable_noqa=job.disable_noqa, mode="check")
     outcomes: list[Outcome | None] = list(plan.done) if checking else [None] * len(plan.files)
@@ -214,24 +241,40 @@ def run_crossfile(
     given = 0
     facts: RunFacts | None = None  # the first pass shares them: known after it
     cached = build_index(outcomes, module_names)
-    for _ in analyse([p for p, _ in plan.passed if outcomes[p] is None], cached, first=True):
+    for _ in analyse([p for p in active if outcomes[p] is None], cached, first=True):
         while checking and given < len(outcomes) and final(given):
             yield outcomes[given]  # type: ignore[misc]
             given += 1
+    waiting = dict(plan.deferred)
     index: Index = {}
-    facts = run_facts(outcomes, [p for p, _ in plan.passed])
-    for _ in range(MAX_ROUNDS):
+    facts = run_facts(outcomes, active)
+    rounds = 0
+    while True:
         index = build_index(outcomes, module_names)
+        through = needed(waiting, module_names, [outcomes[p] for p in active], bool(index))
+        if through:  # the `__init__.py` that the names looked up so far go through
+            for place in through:
+                settings[place] = waiting.pop(place)
+            active.extend(through)
+            for _ in analyse(through, index):
+                if on_parsed is not None:
+                    on_parsed()
+            continue
         keys = sorted(index)
-        again = [place for place, _ in plan.passed if stale(place, index, keys)]
-        if not again:
+        again = [place for place in active if stale(place, index, keys)]
+        if not again or rounds == MAX_ROUNDS:
             break
+        rounds += 1
         for _ in analyse(again, index):
             pass
+    for place in waiting:  # read for nothing: done as a file the prefilter rules out
+        outcomes[place] = plan.done[place] = Outcome(plan.files[place])
+        if on_parsed is not None:
+            on_parsed()
     if checking:
         yield from outcomes[given:]  # type: ignore[misc]
         return
-    places = [p for p, _ in plan.passed]
+    places = sorted(active)
     items = [(plan.files[p], settings[p], project(p, index)) for p in places]
     fixed = _parse(work, job, items, workers)
     to_fix = set(places)
