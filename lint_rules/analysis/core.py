@@ -10,6 +10,7 @@ from dataclasses import replace
 
 from lint_rules.analysis import checks
 from lint_rules.analysis.fixes import FixBuilder, NoFixes
+from lint_rules.analysis.gradient import Gradients
 from lint_rules.analysis.prefilter import te_file
 from lint_rules.analysis.project import Project
 from lint_rules.analysis.resolve import Resolver
@@ -82,6 +83,7 @@ class Analysis:
         self.resolver = Resolver(self.symbols, self.project)
         settings = self.settings
         guards = tuple(dict.fromkeys((*settings.guard_functions, settings.guard_import)))
+        self.gradients = Gradients(self)
         self.tracker = Tracker(self.symbols, guards, settings.tracked_functions)
         self.fixes: FixBuilder | NoFixes = (
             FixBuilder(
