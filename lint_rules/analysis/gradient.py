@@ -43,14 +43,22 @@ _NO_GRAD = frozenset(
     }
 )
 _SET_GRAD = frozenset(
-    {"torch.set_grad_enabled", "torch.autograd.set_grad_enabled", "torch.autograd.grad_mode.set_grad_enabled"}
+    {
+        "torch.set_grad_enabled",
+        "torch.autograd.set_grad_enabled",
+        "torch.autograd.grad_mode.set_grad_enabled",
+    }
 )
 _BACKWARD = frozenset({"torch.autograd.backward", "torch.autograd.grad"})
 _DETACHING = frozenset({"detach", "item", "tolist"})
 _APPENDS = frozenset({"append", "extend", "insert", "add"})
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
-_BRANCHES = (ast.If, ast.IfExp, ast.Try, ast.Match) if hasattr(ast, "Match") else (ast.If, ast.IfExp, ast.Try)
+_BRANCHES = (
+    (ast.If, ast.IfExp, ast.Try, ast.Match)
+    if hasattr(ast, "Match")
+    else (ast.If, ast.IfExp, ast.Try)
+)
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
 
 Span = tuple[tuple[int, int], tuple[int, int]]
@@ -157,9 +165,7 @@ class Gradients:
             isinstance(t, ast.Name) and t.id == "_" for t in parent.targets
         ):
             return True
-        if isinstance(parent, ast.Attribute) and parent.attr in _DETACHING:
-            return True
-        return False
+        return isinstance(parent, ast.Attribute) and parent.attr in _DETACHING
 
     # -- the two questions TEM005 asks ----------------------------------------------------
 
@@ -174,8 +180,7 @@ class Gradients:
         if any(here in b.loops for b in facts.backwards):
             return False  # its body runs backward (through a call): a microbatch loop
         return self._escapes(call, facts) or any(
-            b.span[0] >= here[1] or any(_inside(s, here) for s in b.loops)
-            for b in facts.backwards
+            b.span[0] >= here[1] or any(_inside(s, here) for s in b.loops) for b in facts.backwards
         )
 
     def pair_loses(self, one: ast.Call, other: ast.Call, ctx: Context) -> bool:
@@ -190,9 +195,9 @@ class Gradients:
         after_first, before_second = _span(first)[1], _span(second)[0]
         around_second = facts.branches.get(id(second), frozenset())
         for b in facts.backwards:
-            if after_first <= b.span[0] and b.span[1] <= before_second:
-                if b.branches <= around_second:
-                    return False  # a backward always runs between them
+            between = after_first <= b.span[0] and b.span[1] <= before_second
+            if between and b.branches <= around_second:
+                return False  # a backward always runs between them
         end = _span(second)[1]
         loops = facts.loops.get(id(second), ())
         return self._escapes(second, facts) or any(
@@ -254,9 +259,9 @@ class Gradients:
                 if self._is_backward(node, scope):
                     facts.backwards.append(_Backward(_span(node), branches, loops))
             elif isinstance(node, (ast.With, ast.AsyncWith)):
-                if any(self._disables_grad(item.context_expr, ctx) for item in node.items):
-                    if node.body:
-                        facts.no_grad.append((_span(node.body[0])[0], _span(node)[1]))
+                items = node.items
+                if node.body and any(self._disables_grad(i.context_expr, ctx) for i in items):
+                    facts.no_grad.append((_span(node.body[0])[0], _span(node)[1]))
             elif isinstance(node, (ast.Return, ast.Yield, ast.YieldFrom)) and node.value:
                 for inner in ast.walk(node.value):
                     if isinstance(inner, ast.Name):
