@@ -65,7 +65,7 @@ class Analysis:
         if project is not None and not self.mentions_te:
             # It may import a TE subclass or factory of another file of the run (``project``):
             # then a positional flag is looked for as in a file that imports TE.
-            self._symbols = ModuleSymbols(tree, source)
+            self._symbols = ModuleSymbols(tree, source, settings.import_helpers)
             self.mentions_te = project.start(self._symbols)
         self._fixes = fixes
         self._pending = True
@@ -79,7 +79,8 @@ class Analysis:
     def _prepare(self) -> None:
         """What the rules ask: the file's symbols, resolution, tracking and fix building."""
         self._pending = False
-        self.symbols = self._symbols or ModuleSymbols(self.tree, self.source)
+        helpers = self.settings.import_helpers
+        self.symbols = self._symbols or ModuleSymbols(self.tree, self.source, helpers)
         self.resolver = Resolver(self.symbols, self.project)
         settings = self.settings
         guards = tuple(dict.fromkeys((*settings.guard_functions, settings.guard_import)))
