@@ -84,7 +84,7 @@ class Analysis:
         self.resolver = Resolver(self.symbols, self.project)
         settings = self.settings
         guards = tuple(dict.fromkeys((*settings.guard_functions, settings.guard_import)))
-        self.gradients = Gradients(self)
+        self.gradients = Gradients(self.resolver, self.tree)
         self.tracker = Tracker(self.symbols, guards, settings.tracked_functions)
         self.fixes: FixBuilder | NoFixes = (
             FixBuilder(

@@ -29,7 +29,8 @@ from lint_rules.analysis.nodes import FunctionNode, dotted
 from lint_rules.analysis.scopes import Scope
 
 if TYPE_CHECKING:
-    from lint_rules.analysis.core import Analysis
+    from lint_rules.analysis.resolve import Resolver
+    from lint_rules.analysis.symbols import ModuleSymbols
     from lint_rules.analysis.walk import Context
 
 _NO_GRAD = frozenset(
@@ -97,8 +98,10 @@ class _Facts:
 class Gradients:
     """The gradient model's answers for one file, memoised per function."""
 
-    def __init__(self, a: Analysis) -> None:
-        self.a = a
+    def __init__(self, resolver: Resolver, tree: ast.Module) -> None:
+        self.resolver = resolver
+        self.symbols = resolver.symbols
+        self.tree = tree
         self._facts: dict[int, _Facts] = {}
         self._runs_backward: dict[int, bool] = {}
         self._module_class: dict[int, bool] = {}
@@ -122,7 +125,7 @@ class Gradients:
         return known
 
     def _is_module_class(self, cls: ast.ClassDef) -> bool:
-        classes = self.a.resolver.classes
+        classes = self.resolver.classes
         if classes is None:
             return False
         if classes.defines(cls, "forward"):
@@ -235,10 +238,10 @@ class Gradients:
 
     def _gather(self, function: FunctionNode | None, ctx: Context) -> _Facts:
         facts = _Facts()
-        scope = self.a.scope_of(ctx)
+        scope = scope_of(self.symbols, ctx)
         body: list[ast.AST]
         if function is None:
-            body = list(self.a.tree.body)
+            body = list(self.tree.body)
         elif isinstance(function, ast.Lambda):
             body = [function.body]
             facts.returned_calls.update(
@@ -280,7 +283,7 @@ class Gradients:
     def _qualname(self, node: ast.expr) -> str:
         spelled = dotted(node) or ""
         head, _, rest = spelled.partition(".")
-        choices = self.a.symbols.alias_choices.get(head)
+        choices = self.symbols.alias_choices.get(head)
         if choices:
             return f"{choices[0]}.{rest}" if rest else choices[0]
         return spelled
@@ -308,7 +311,7 @@ class Gradients:
             return True
         if not isinstance(func, (ast.Name, ast.Attribute)):
             return False
-        kind = self.a.resolver.resolve(func, scope)
+        kind = self.resolver.resolve(func, scope)
         if kind.tag in ("function", "method") and isinstance(kind.node, _FUNCTIONS):
             return self._function_runs_backward(kind.node)
         return False
@@ -326,13 +329,25 @@ class Gradients:
                 if "backward" in name or self._qualname(func) in _BACKWARD:
                     found = True
                     break
-                if isinstance(func, ast.Name) and func.id in self.a.symbols.functions:
-                    inner = self.a.symbols.functions[func.id]
+                if isinstance(func, ast.Name) and func.id in self.symbols.functions:
+                    inner = self.symbols.functions[func.id]
                     if isinstance(inner, _FUNCTIONS) and self._function_runs_backward(inner):
                         found = True
                         break
         self._runs_backward[id(function)] = found
         return found
+
+
+def scope_of(symbols: ModuleSymbols, ctx: Context) -> Scope | None:
+    """The scope of the function the walk is in (``Analysis.scope_of``, without the analysis)."""
+    if ctx.scope is None:
+        return None
+    node, outer, method_class = ctx.scope
+    cached = symbols.cached_scope(node)
+    if cached is not None:
+        return cached
+    parent = scope_of(symbols, outer) if outer is not None else None
+    return symbols.scope(node, parent, method_class)
 
 
 def _inside(outer: Span, inner: Span) -> bool:
