@@ -313,6 +313,7 @@ def tem005_called_twice(a: Analysis) -> None:
                 if call is not this
                 and not exclusive(path, site.exclusive_path)
                 and (id(call) in flag_lines or runs_after(call, this))
+                and a.gradients.pair_loses(this, call, site.call.ctx)
             ]
             if not others:
                 continue
@@ -387,7 +388,7 @@ def repeat_reason(a: Analysis, call: ast.Call, ctx: Context) -> str | None:
         bound, runs_backward = a.loop_facts(loop)
         if used & bound:
             return None
-        if runs_backward:
+        if runs_backward or not a.gradients.loop_loses(call, ctx, loop):
             return None
         kind = (
             "comprehension"

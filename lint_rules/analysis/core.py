@@ -10,9 +10,10 @@ from dataclasses import replace
 
 from lint_rules.analysis import checks
 from lint_rules.analysis.fixes import FixBuilder, NoFixes
-from lint_rules.analysis.lifecycle import Judgement, Lifecycle
-from lint_rules.analysis.facts import collect
 from lint_rules.analysis import prefilter
+from lint_rules.analysis.facts import collect
+from lint_rules.analysis.gradient import Gradients
+from lint_rules.analysis.lifecycle import Judgement, Lifecycle
 from lint_rules.analysis.prefilter import state_lines, te_file
 from lint_rules.analysis.project import Project
 from lint_rules.analysis.resolve import Resolver
@@ -67,7 +68,7 @@ class Analysis:
         if project is not None and not self.mentions_te:
             # It may import a TE subclass or factory of another file of the run (``project``):
             # then a positional flag is looked for as in a file that imports TE.
-            self._symbols = ModuleSymbols(tree, source)
+            self._symbols = ModuleSymbols(tree, source, settings.import_helpers)
             self.mentions_te = project.start(self._symbols)
         self._fixes = fixes
         self._pending = True
@@ -81,10 +82,12 @@ class Analysis:
     def _prepare(self) -> None:
         """What the rules ask: the file's symbols, resolution, tracking and fix building."""
         self._pending = False
-        self.symbols = self._symbols or ModuleSymbols(self.tree, self.source)
+        helpers = self.settings.import_helpers
+        self.symbols = self._symbols or ModuleSymbols(self.tree, self.source, helpers)
         self.resolver = Resolver(self.symbols, self.project)
         settings = self.settings
         guards = tuple(dict.fromkeys((*settings.guard_functions, settings.guard_import)))
+        self.gradients = Gradients(self.resolver, self.tree)
         self.tracker = Tracker(self.symbols, guards, settings.tracked_functions)
         run = self.project.lifecycle if self.project is not None else None
         self.lifecycle = Lifecycle(self.tree, run)

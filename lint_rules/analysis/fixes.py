@@ -16,7 +16,7 @@ from dataclasses import replace
 from lint_rules.analysis.classes import Classes
 from lint_rules.analysis.kinds import Kind
 from lint_rules.analysis.lifecycle import Judgement
-from lint_rules.analysis.resolve import Callee, TEModule
+from lint_rules.analysis.resolve import Callee, TEModule, Unresolved
 from lint_rules.analysis.symbols import ModuleSymbols, Scope, span
 from lint_rules.findings import Edit, Fix, Position, ast_lines
 from lint_rules.settings import Settings
@@ -144,6 +144,8 @@ class FixBuilder:
         """
         if isinstance(value, ast.NamedExpr):
             return None  # `(f := x)`: any rewrite would change what `f` is bound to
+        if isinstance(callee, Unresolved) and callee.graphed:
+            return None  # a graphed callable needs a bool: `None` would break the call
         start, end = span(value)
         own = self._paren_span(value)
         outer_start, outer_end = own if isinstance(own, tuple) else (start, end)

@@ -20,12 +20,14 @@ findings must be the same."""
 
 _SEPARATED = r"(?:[ \t\f]|\\(?:\r\n|\r|\n))"
 _TE_IMPORT = re.compile(
-    rf"(?:(?<![\w])(?:import|from){_SEPARATED}+|,{_SEPARATED}*)transformer_engine\b"
+    rf"(?:(?<![\w])(?:import|from){_SEPARATED}+|,{_SEPARATED}*|\([\"'])transformer_engine\b"
 )
 """``transformer_engine`` named where an import names a module: after ``import`` or ``from``, or
 after a comma (``import torch, transformer_engine``), spaces, tabs, form feeds and
 backslash-continued line breaks between (so also ``try: import ...``, ``x; import ...``). A
-superset of every import of TE (a comma in a call matches too), whatever the line endings."""
+superset of every import of TE (a comma in a call matches too), whatever the line endings; the
+string a call opens with (``safe_import_from("transformer_engine.pytorch", "Linear")``) counts
+too, for optional-import helpers."""
 _TE_CLASS_WORD = re.compile(r"(?<![\w])(?:{})\b".format("|".join(sorted(TE_MODULE_CLASSES))))
 """A TE class that takes the flag, as a word (not ``TELinear`` or ``ColumnParallelLinear``; but
 ``nn.Linear`` too: ``nn`` may be any module, TE's included)."""
@@ -63,6 +65,8 @@ def _imports_te(text: str) -> bool:
 def _after_import(text: str, at: int) -> bool:
     """Whether what comes before ``at`` is ``import`` or ``from`` and a separator, or a comma
     (separators: spaces, tabs, form feeds, backslash-continued line breaks)."""
+    if at >= 2 and text[at - 1] in "\"'" and text[at - 2] == "(":
+        return True  # `safe_import_from("transformer_engine.pytorch", ...)`: an optional import
     start = at
     while True:
         if start and text[start - 1] in " \t\f":
