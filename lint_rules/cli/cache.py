@@ -50,6 +50,13 @@ def code_hash() -> str:
     return digest.hexdigest()
 
 
+def _row(path: str, row: list[Any]) -> Reported:
+    values = dict(zip(_FIELDS, row))
+    for key in ("evidence", "edits"):  # JSON gave lists back: the dataclass holds tuples
+        values[key] = tuple(tuple(step) for step in values.get(key, ()))
+    return Reported(path, **values)
+
+
 class ResultCache:
     """Lookups during the run, one write at its end (atomic: a temporary file renamed)."""
 
@@ -75,7 +82,7 @@ class ResultCache:
         try:
             if error is not None:
                 return Outcome(path, error=error[0], error_line=error[1], error_column=error[2])
-            found = tuple(Reported(path, **dict(zip(_FIELDS, row))) for row in rows)
+            found = tuple(_row(path, row) for row in rows)
             project = {
                 "used": str(used),
                 "names": tuple(map(str, names)),
