@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from lint_rules.cli.discovery import Discovery
 from lint_rules.cli.formats import PROG
@@ -80,10 +81,16 @@ def add_noqa(findings: Sequence, quiet: bool) -> tuple[int, list[tuple[str, str]
     return total, errors
 
 
-def watch(run: Callable[[], int], paths: Sequence[str], stop_after: int | None = None) -> int:
+def watch(
+    run: Callable[[], int],
+    paths: Sequence[str],
+    stop_after: int | None = None,
+    stop_event: Any = None,
+) -> int:
     """``check --watch``: run, then run again each time a Python file or a ``pyproject.toml``
-    under ``paths`` changes, until Ctrl-C (``stop_after``: that many re-runs, for tests).
-    Uses ``watchfiles`` (``pip install te-microbatch-lint[watch]``)."""
+    under ``paths`` changes, until Ctrl-C (``stop_after`` re-runs or ``stop_event`` set: for
+    tests). Uses ``watchfiles`` (``pip install te-microbatch-lint[watch]``), imported only
+    here."""
     try:
         from watchfiles import watch as changes
     except ImportError:
@@ -100,7 +107,7 @@ def watch(run: Callable[[], int], paths: Sequence[str], stop_after: int | None =
     status = run()
     roots = [p if os.path.isdir(p) else os.path.dirname(os.path.abspath(p)) for p in paths]
     print(f"{PROG}: watching for changes (Ctrl-C stops)", file=sys.stderr, flush=True)
-    seen = changes(*roots, watch_filter=relevant, raise_interrupt=False)
+    seen = changes(*roots, watch_filter=relevant, raise_interrupt=False, stop_event=stop_event)
     for runs, _ in enumerate(seen, 1):
         print(f"{PROG}: change seen, checking again", file=sys.stderr, flush=True)
         status = run()
@@ -111,7 +118,8 @@ def watch(run: Callable[[], int], paths: Sequence[str], stop_after: int | None =
 
 def project_root(path: str) -> str:
     """The directory ``explain`` checks for ``path``: the repository root above it (``.git``),
-    else the directory of the configuration file that applies, else the file's directory."""
+    else the directory of the configuration file that applies, else the directory above the
+    file's top package (the file's directory when it is in no package)."""
     from lint_rules.cli.discovery import repository_root
     from lint_rules.settings import find_pyproject
 
@@ -120,7 +128,14 @@ def project_root(path: str) -> str:
     if root:
         return root
     pyproject = find_pyproject(folder)  # type: ignore[arg-type]
-    return str(pyproject.parent) if pyproject is not None else folder
+    if pyproject is not None:
+        return str(pyproject.parent)
+    while os.path.isfile(os.path.join(folder, "__init__.py")):
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            break
+        folder = parent
+    return folder
 
 
 def parse_place(place: str) -> tuple[str, int]:

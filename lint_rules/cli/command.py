@@ -156,7 +156,8 @@ def run_check(args: argparse.Namespace, config: Configuration, discovery: Discov
         raise UsageError("--statistics works with --format text or json")
     job = Job(disable_noqa=args.disable_noqa, mode="check")
     cache = open_cache(args.no_cache, args.cache_dir)
-    streaming = args.format in TEXT_FORMATS and not args.statistics
+    adding = getattr(args, "add_noqa", False)
+    streaming = args.format in TEXT_FORMATS and not args.statistics and not adding
     findings = []
     problems = [Problem(path, reason) for path, reason in discovery.errors]
     applies = _applies(config)
@@ -176,8 +177,9 @@ def run_check(args: argparse.Namespace, config: Configuration, discovery: Discov
             findings.extend(kept)
         if cache is not None:
             cache.save()
-        _write_report(args, out, findings, problems, applies)
-    if getattr(args, "add_noqa", False):
+        if not adding:
+            _write_report(args, out, findings, problems, applies)
+    if adding:
         from lint_rules.cli.aids import add_noqa
 
         added, errors = add_noqa(findings, args.quiet)

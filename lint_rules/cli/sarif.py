@@ -100,9 +100,17 @@ def line_hashes(text: str) -> dict[int, str]:
 def plain_text(markdown: str) -> str:
     """Markdown as plain text: no code blocks, emphasis or backquotes; paragraphs kept."""
     text = re.sub(r"```.*?```\n?", "", markdown, flags=re.S)
+    spans: list[str] = []
+
+    def keep(match: re.Match[str]) -> str:  # inline code stays as written, backquotes off
+        spans.append(match.group(1))
+        return f"\0{len(spans) - 1}\0"
+
+    text = re.sub(r"`([^`]*)`", keep, text)
     text = re.sub(r"\*\*([^*]+)\*\*", r"\1", text)
+    text = re.sub(r"(?<!\w)\*([^*\s][^*]*)\*(?!\w)", r"\1", text)
     text = re.sub(r"\[([^\]]+)\]\([^)]+\)", r"\1", text)
-    text = text.replace("`", "").replace("*", "")
+    text = re.sub(r"\0(\d+)\0", lambda m: spans[int(m.group(1))], text)
     paragraphs = [" ".join(p.split()) for p in re.split(r"\n\s*\n", text)]
     return "\n\n".join(p for p in paragraphs if p)
 
