@@ -5,7 +5,6 @@ reports."""
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import threading
