@@ -21,12 +21,11 @@ from typing import Any, NoReturn
 import libcst as cst
 from libcst.codemod import CodemodContext, VisitorBasedCodemodCommand
 
+from lint_rules.setting_flags import add_setting_flags, flag_overrides
 from lint_rules.settings import (
     ConfigResolver,
     Settings,
     SettingsError,
-    add_setting_flags,
-    flag_overrides,
 )
 
 FORMAT_HINT = (

@@ -54,6 +54,13 @@ def code_hash() -> str:
     return digest.hexdigest()
 
 
+def _row(path: str, row: list[Any]) -> Reported:
+    values = dict(zip(_FIELDS, row))
+    for key in ("evidence", "edits"):  # JSON gave lists back: the dataclass holds tuples
+        values[key] = tuple(tuple(step) for step in values.get(key, ()))
+    return Reported(path, **values)
+
+
 class ResultCache:
     """Lookups during the run, one write at its end (atomic: a temporary file renamed)."""
 
@@ -84,7 +91,7 @@ class ResultCache:
                 return Outcome(path, error=message, error_line=line, error_column=column)
             if not all(_row_ok(row) for row in rows):
                 return None
-            found = tuple(_reported(path, row) for row in rows)
+            found = tuple(_row(path, row) for row in rows)
             project = {
                 "facts": None if facts is None else _facts(facts),
                 "keys": tuple(map(str, keys)),
@@ -214,14 +221,6 @@ def open_cache(no_cache: bool, directory: str | None) -> ResultCache | None:
     if no_cache:
         return None
     return ResultCache(directory or os.environ.get(ENV_DIR) or default_directory())
-
-
-def _reported(path: str, row: list[Any]) -> Reported:
-    found = dict(zip(_FIELDS, row))
-    found["evidence"] = tuple(
-        (str(p), int(line), int(col), str(text)) for p, line, col, text in found.get("evidence", ())
-    )
-    return Reported(path, **found)
 
 
 def _facts(raw: list[Any]) -> Any:
