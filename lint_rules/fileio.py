@@ -384,6 +384,8 @@ def _read_fd(fd: int, size: int) -> bytes:
 def _write_temp(directory: str, base: str, data: bytes, info: os.stat_result) -> str:
     """A synced temporary file beside the target with ``data`` and the target's owner and
     mode (owner first: chown clears the setuid and setgid bits); raises OSError."""
+    import tempfile  # only a run that writes pays for it
+
     fd, temp = tempfile.mkstemp(prefix=f"{TEMP_PREFIX}{base}.", suffix=TEMP_SUFFIX, dir=directory)
     _PENDING.add(temp)
     try:
