@@ -476,7 +476,6 @@ def _replace_checked(
             return False
         return _identity(now) == expected and (there.st_dev, there.st_ino) == expected[:2]
 
-    import tempfile  # only a run that writes pays for it (and for `random`, `shutil`)
 
     directory = os.path.dirname(target) or "."
     base = os.path.basename(target)

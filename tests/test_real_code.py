@@ -137,7 +137,9 @@ def changed_lines(before: bytes, after: bytes) -> set[int]:
 
     old, new = before.splitlines(), after.splitlines()
     replaced: set[int] = set()
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(
+        None, old, new, autojunk=False
+    ).get_opcodes():
         if tag == "replace":
             assert i2 - i1 == j2 - j1, "a fix replaces lines one for one"
             replaced.update(range(i1 + 1, i2 + 1))

@@ -8,10 +8,9 @@ import unicodedata
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 
-from lint_rules.analysis import checks
-from lint_rules.analysis.fixes import FixBuilder, NoFixes
-from lint_rules.analysis import prefilter
+from lint_rules.analysis import checks, prefilter
 from lint_rules.analysis.facts import collect
+from lint_rules.analysis.fixes import FixBuilder, NoFixes
 from lint_rules.analysis.gradient import Gradients
 from lint_rules.analysis.lifecycle import Judgement, Lifecycle
 from lint_rules.analysis.prefilter import state_lines, te_file
@@ -193,7 +192,9 @@ class Analysis:
                 node.end_lineno or node.lineno,  # type: ignore[attr-defined]
                 node.end_col_offset if node.end_col_offset is not None else node.col_offset,  # type: ignore[attr-defined]
                 fix,
-                verdict=judgement.verdict.value if judgement is not None else extra.get("verdict", ""),
+                verdict=judgement.verdict.value
+                if judgement is not None
+                else extra.get("verdict", ""),
                 evidence=judgement.evidence if judgement is not None else evidence,
             )
         )

@@ -194,8 +194,12 @@ class _Collector:
             self._calls(test, function)
             yes = condition_text(test, True)
             no = condition_text(test, False)
-            self.body(stmt.body, function, (*conditions, yes) if yes else conditions, params, declared)  # type: ignore[attr-defined]
-            self.body(stmt.orelse, function, (*conditions, no) if no else conditions, params, declared)  # type: ignore[attr-defined]
+            self.body(
+                stmt.body, function, (*conditions, yes) if yes else conditions, params, declared
+            )  # type: ignore[attr-defined]
+            self.body(
+                stmt.orelse, function, (*conditions, no) if no else conditions, params, declared
+            )  # type: ignore[attr-defined]
             return
         if kind in (ast.For, ast.AsyncFor):
             self._calls(stmt.iter, function)  # type: ignore[attr-defined]
@@ -267,7 +271,9 @@ class _Collector:
                 if attr is not None:
                     kind = write_value(sub.args[2], params)  # type: ignore[attr-defined]
                     self.writes.append(
-                        Write(f"attr:{attr}", kind, function, conditions, sub.lineno, sub.col_offset)
+                        Write(
+                            f"attr:{attr}", kind, function, conditions, sub.lineno, sub.col_offset
+                        )
                     )
                 continue
             if name:

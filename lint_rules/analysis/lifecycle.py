@@ -43,6 +43,7 @@ class Verdict(enum.Enum):
 
 RANK = {v: n for n, v in enumerate(Verdict)}
 
+
 def runs_as_forward(name: str) -> bool:
     """Whether a function of this name runs as a module's forward (what a training step calls,
     not the code that drives it): ``forward``, ``_forward_impl``, ``forward_step``... and
@@ -178,9 +179,13 @@ class Lifecycle:
             else "never refreshes the FP8 weight cache"
         )
         message = f"the constant `{value.value!r}` in a module's forward {what}"
-        return Source(Judgement(Verdict.STALE, (Evidence(message, value.lineno, value.col_offset),)))
+        return Source(
+            Judgement(Verdict.STALE, (Evidence(message, value.lineno, value.col_offset),))
+        )
 
-    def _compare(self, value: ast.Compare, scope: Scope | None, ctx: Context, where: Scope | None) -> Source:
+    def _compare(
+        self, value: ast.Compare, scope: Scope | None, ctx: Context, where: Scope | None
+    ) -> Source:
         left = value.left
         if (
             len(value.ops) == 1
@@ -198,11 +203,17 @@ class Lifecycle:
                         f"`{_text(value)}` over the loop that steps the optimizer (line "
                         f"{loop.lineno}) is True once per process: a resumed run passes True again"
                     )
-                    return Source(Judgement(Verdict.STALE, (Evidence(message, value.lineno, value.col_offset),)))
+                    return Source(
+                        Judgement(
+                            Verdict.STALE, (Evidence(message, value.lineno, value.col_offset),)
+                        )
+                    )
                 if loop_runs_backward(loop) or self.drives(ctx, where):
                     return Source(MAINTAINED)
                 message = f"`{_text(value)}` is True on the first pass of a loop inside forward"
-                return Source(Judgement(Verdict.STALE, (Evidence(message, value.lineno, value.col_offset),)))
+                return Source(
+                    Judgement(Verdict.STALE, (Evidence(message, value.lineno, value.col_offset),))
+                )
         if isinstance(index, ast.Attribute):
             return Source(None, f"attr:{index.attr}", index)  # `self.current_microbatch == 0`
         return self._unknown(value, f"`{_text(value)}` is not followed")
@@ -221,7 +232,11 @@ class Lifecycle:
             yield from self.run.getters
 
     def _unknown(self, node: ast.AST, why: str) -> Source:
-        return Source(Judgement(Verdict.UNVERIFIED, (Evidence(why, _line(node), getattr(node, "col_offset", 0)),)))
+        return Source(
+            Judgement(
+                Verdict.UNVERIFIED, (Evidence(why, _line(node), getattr(node, "col_offset", 0)),)
+            )
+        )
 
     # -- driver code -------------------------------------------------------------------
 
@@ -303,7 +318,9 @@ class Lifecycle:
         """Where the function holding a re-arm is called (a forward is called every step)."""
         name = _last(write.function)
         if runs_as_forward(name):
-            return Evidence(f"`{write.function}` runs on every forward", write.line, write.col, write.path)
+            return Evidence(
+                f"`{write.function}` runs on every forward", write.line, write.col, write.path
+            )
         calls = [c for c in self.own.calls if c.name == name and c.function != write.function]
         if self.run is not None:
             calls.extend(c for c in self.run.calls.get(name, ()) if c.function != write.function)
@@ -312,10 +329,17 @@ class Lifecycle:
         if not calls:
             return None
         call = calls[0]
-        return Evidence(f"`{name}` is called from `{call.function or 'module level'}`", call.line, call.col, call.path)
+        return Evidence(
+            f"`{name}` is called from `{call.function or 'module level'}`",
+            call.line,
+            call.col,
+            call.path,
+        )
 
 
-_ALONE = Evidence("re-arming in other files is not seen here; `te-microbatch-lint check .` sees the project")
+_ALONE = Evidence(
+    "re-arming in other files is not seen here; `te-microbatch-lint check .` sees the project"
+)
 
 
 def _re_arms(write: Write) -> bool:
@@ -330,7 +354,9 @@ def _first_of_each(writes: Sequence[Write]) -> list[Write]:
     chosen: list[Write] = []
     seen: set[str] = set()
     for write in writes:
-        kind = "init" if (not write.function or _last(write.function) == "__init__") else write.value
+        kind = (
+            "init" if (not write.function or _last(write.function) == "__init__") else write.value
+        )
         if kind in ("init", "false") and kind not in seen:
             seen.add(kind)
             chosen.append(write)
@@ -352,9 +378,15 @@ def _describe(write: Write, condition: str = "") -> Evidence:
 
 
 def _value_text(value: str) -> str:
-    return {"true": "True", "false": "False", "none": "None", "zero": "0", "const": "a constant", "copy": "a copy", "derived": "a computed value"}.get(
-        value, f"its argument `{value[6:]}`" if value.startswith("param:") else value
-    )
+    return {
+        "true": "True",
+        "false": "False",
+        "none": "None",
+        "zero": "0",
+        "const": "a constant",
+        "copy": "a copy",
+        "derived": "a computed value",
+    }.get(value, f"its argument `{value[6:]}`" if value.startswith("param:") else value)
 
 
 def _last(function: str) -> str:
@@ -382,7 +414,9 @@ def first_value_name(value: ast.expr) -> ast.expr | None:
     bound = right.value
     if isinstance(bound, bool) or not isinstance(bound, int):
         return None
-    if (isinstance(op, (ast.Eq, ast.LtE)) and bound == 0) or (isinstance(op, ast.Lt) and bound == 1):
+    if (isinstance(op, (ast.Eq, ast.LtE)) and bound == 0) or (
+        isinstance(op, ast.Lt) and bound == 1
+    ):
         return left
     return None
 

@@ -231,7 +231,11 @@ def run_crossfile(
         if outcome.error is not None:
             return False  # not parsed: nothing it could use
         used = used_digest(outcome.names, index, keys)
-        life = lifecycle_digest(outcome.keys, facts.without(outcome.path)) if facts and outcome.keys else ""
+        life = (
+            lifecycle_digest(outcome.keys, facts.without(outcome.path))
+            if facts and outcome.keys
+            else ""
+        )
         if life:
             used = f"{used}/{life}"
         return outcome.used != used or outcome.package != layout[place][1]
