@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from lint_rules.analysis.facts import (
     EMPTY,
     MODE_ATTRIBUTES,
+    CallFact,
     FileFacts,
     Write,
     collect,
@@ -276,7 +277,7 @@ class Lifecycle:
         writes = [w for w in self.own.writes if w.key == key]
         self.keys.update(f"fn:{_last(w.function)}" for w in writes if _re_arms(w))
         if self.run is not None:
-            writes.extend(self.run.writes.get(key, ()))
+            writes.extend(self.run.writes(key))
         source = Evidence(f"the flag is `{spelled}`", _line(node), getattr(node, "col_offset", 0))
         alone = self.run is None
         if not writes:
@@ -323,7 +324,7 @@ class Lifecycle:
             )
         calls = [c for c in self.own.calls if c.name == name and c.function != write.function]
         if self.run is not None:
-            calls.extend(c for c in self.run.calls.get(name, ()) if c.function != write.function)
+            calls.extend(c for c in self.run.calls(name) if c.function != write.function)
         if write.value.startswith("param:"):
             calls = [c for c in calls if c.arg != "false"]
         if not calls:
@@ -459,56 +460,46 @@ def _called_by_forward(cls: ast.ClassDef, name: str) -> bool:
 
 
 class RunFacts:
-    """The facts of the other files of a run, by state key and by called name."""
+    """The facts of the files of a run, by state key and by called name. ``skip``: a file
+    whose facts are left out (a file's own facts are read from its tree)."""
 
     def __init__(self, files: Iterable[tuple[str, FileFacts]] = ()) -> None:
-        self.writes: dict[str, list[Write]] = {}
-        self.calls: dict[str, list] = {}
-        self.getters: list[tuple[str, str]] = []
-        self.files: list[tuple[str, FileFacts]] = []
+        self._writes: dict[str, list[Write]] = {}
+        self._calls: dict[str, list[CallFact]] = {}
+        self._getters: list[tuple[str, str, str]] = []
+        self.paths: set[str] = set()
+        self.skip: str | None = None
         for path, facts in files:
             self.add(path, facts)
 
     def add(self, path: str, facts: FileFacts) -> None:
-        if facts is EMPTY or facts == EMPTY:
+        if facts == EMPTY:
             return
-        self.files.append((path, facts))
+        self.paths.add(path)
         for write in facts.writes:
-            self.writes.setdefault(write.key, []).append(write._replace(path=path))
+            self._writes.setdefault(write.key, []).append(write._replace(path=path))
         for call in facts.calls:
-            self.calls.setdefault(call.name, []).append(call._replace(path=path))
-        self.getters.extend(facts.getters)
+            self._calls.setdefault(call.name, []).append(call._replace(path=path))
+        self._getters.extend((name, key, path) for name, key in facts.getters)
+
+    def writes(self, key: str) -> list[Write]:
+        return [w for w in self._writes.get(key, ()) if w.path != self.skip]
+
+    def calls(self, name: str) -> list[CallFact]:
+        return [c for c in self._calls.get(name, ()) if c.path != self.skip]
+
+    @property
+    def getters(self) -> list[tuple[str, str]]:
+        return [(name, key) for name, key, path in self._getters if path != self.skip]
 
     def without(self, path: str) -> RunFacts:
-        """The facts of every file but ``path`` (a file's own facts are read from its tree)."""
-        if not any(p == path for p, _ in self.files):
+        """The same facts less those of ``path`` (a view: nothing is copied)."""
+        if path not in self.paths:
             return self
-        return _Without(self, path)
-
-
-class _Without(RunFacts):
-    """A run's facts less one file's, filtered when read (a view: no copy per file)."""
-
-    def __init__(self, run: RunFacts, path: str) -> None:  # noqa: D107 - a view
-        self._run, self._path = run, path
-        self.files = [(p, f) for p, f in run.files if p != path]
-        self.getters = [g for p, f in self.files for g in f.getters]
-
-    @property  # type: ignore[override]
-    def writes(self) -> _Filtered:
-        return _Filtered(self._run.writes, self._path)
-
-    @property  # type: ignore[override]
-    def calls(self) -> _Filtered:
-        return _Filtered(self._run.calls, self._path)
-
-
-class _Filtered:
-    def __init__(self, table: dict[str, list], path: str) -> None:
-        self.table, self.path = table, path
-
-    def get(self, key: str, default: Sequence = ()) -> list:
-        return [x for x in self.table.get(key, default) if x.path != self.path]
+        view = RunFacts()
+        view._writes, view._calls, view._getters = self._writes, self._calls, self._getters
+        view.paths, view.skip = self.paths, path
+        return view
 
 
 def lifecycle_digest(keys: Sequence[str], run: RunFacts) -> str:
@@ -517,10 +508,10 @@ def lifecycle_digest(keys: Sequence[str], run: RunFacts) -> str:
     the same verdicts, so a file's result is reused only when this is unchanged."""
     if not keys:
         return ""
-    writes = sorted(w for k in keys if not k.startswith("fn:") for w in run.writes.get(k, ()))
+    writes = sorted(w for k in keys if not k.startswith("fn:") for w in run.writes(k))
     names = {k[3:] for k in keys if k.startswith("fn:")}
     names.update(_last(w.function) for w in writes)
-    calls = sorted(c for n in sorted(names) for c in run.calls.get(n, ()))
+    calls = sorted(c for n in sorted(names) for c in run.calls(n))
     if not (writes or calls or run.getters):
         return ""
     text = repr((writes, calls, sorted(run.getters)))
