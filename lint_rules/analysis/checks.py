@@ -171,6 +171,7 @@ def tem001_keyword(a: Analysis, site: FlagCall) -> None:
     """TEM001: ``is_first_microbatch=<value>`` to a TE module, value neither None nor tracked."""
     assert site.keyword is not None
     value = site.keyword.value
+    a.forwarders.note(value, site.scope, site.target, site.call.lineno)
     if site.guarded or a.tracker.is_tracked(value, site.scope, loops=site.ctx.loops):
         return
     judgement = a.lifecycle.judge(value, site.scope, site.ctx)
@@ -183,6 +184,7 @@ def tem001_keyword(a: Analysis, site: FlagCall) -> None:
 def tem002_positional(a: Analysis, site: FlagCall) -> None:
     """TEM002: the flag passed positionally to a TE module of known class, not tracked."""
     assert site.index is not None and site.value is not None
+    a.forwarders.note(site.value, site.scope, site.target, site.call.lineno)
     if site.guarded or a.tracker.is_tracked(site.value, site.scope, loops=site.ctx.loops):
         return
     judgement = a.lifecycle.judge(site.value, site.scope, site.ctx)

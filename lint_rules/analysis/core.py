@@ -11,6 +11,7 @@ from dataclasses import replace
 from lint_rules.analysis import checks, prefilter
 from lint_rules.analysis.facts import collect
 from lint_rules.analysis.fixes import FixBuilder, NoFixes
+from lint_rules.analysis.forwarders import Forwarders
 from lint_rules.analysis.gradient import Gradients
 from lint_rules.analysis.lifecycle import Judgement, Lifecycle
 from lint_rules.analysis.prefilter import state_lines, te_file
@@ -90,6 +91,7 @@ class Analysis:
         self.tracker = Tracker(self.symbols, guards, settings.tracked_functions)
         run = self.project.lifecycle if self.project is not None else None
         self.lifecycle = Lifecycle(self.tree, run)
+        self.forwarders = Forwarders()
         self.fixes: FixBuilder | NoFixes = (
             FixBuilder(
                 self.symbols, settings, self.source, self.resolver.classes, self.tree, self._lines
@@ -110,6 +112,8 @@ class Analysis:
             positional = None if self.mentions_te else positional
         walker = Walker(self._on_call, marks, positional)
         walker.walk_body(self.tree.body, MODULE_CONTEXT)
+        if not self._pending:
+            self.forwarders.finish(self)
         checks.tem005_called_twice(self)
         self._share_fixes()
         self.findings.sort(key=lambda f: f.sort_key)
