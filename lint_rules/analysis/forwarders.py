@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from lint_rules.analysis import prefilter
 from lint_rules.analysis.lifecycle import Verdict
-from lint_rules.analysis.walk import MODULE_CONTEXT, Walker
 from lint_rules.analysis.nodes import dotted
+from lint_rules.analysis.walk import MODULE_CONTEXT, Walker
 from lint_rules.findings import Evidence
 
 if TYPE_CHECKING:

@@ -61,6 +61,10 @@ def _row(path: str, row: list[Any]) -> Reported:
     return Reported(path, **values)
 
 
+ENTRY_FIELDS = 10
+"""An entry: when, error, findings, used, names, exports, package, indexed, facts, keys."""
+
+
 class ResultCache:
     """Lookups during the run, one write at its end (atomic: a temporary file renamed)."""
 
@@ -78,7 +82,7 @@ class ResultCache:
 
     def get(self, digest: str, path: str) -> Outcome | None:
         entry = self.entries.get(digest)
-        if not isinstance(entry, list) or len(entry) != 10:
+        if not isinstance(entry, list) or len(entry) != ENTRY_FIELDS:
             return None
         when, error, rows, used, names, exports, package, indexed, facts, keys = entry
         if not _is_time(when):
@@ -128,7 +132,7 @@ class ResultCache:
         kept = {
             k: v
             for k, v in self.entries.items()
-            if isinstance(v, list) and len(v) == 8 and _is_time(v[0]) and v[0] >= oldest
+            if isinstance(v, list) and len(v) == ENTRY_FIELDS and _is_time(v[0]) and v[0] >= oldest
         }
         import tempfile
 
