@@ -180,7 +180,7 @@ from my_project.imports import try_import
 Linear, HAVE_TE = try_import("transformer_engine.pytorch", "Linear")
 
 
-def run(x):
+def forward(x):
     return Linear(4, 4)(x, is_first_microbatch=True)
 """
 """Line 7: a TE Linear only when ``try_import`` is a configured import helper."""
