@@ -9,6 +9,7 @@ method (calling it is not a TE call; its result is what it returns).
 from __future__ import annotations
 
 import ast
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from lint_rules.analysis.kinds import NOT_TE, UNKNOWN, Kind, join, unknown
@@ -228,7 +229,7 @@ class Classes:
                 return Kind("te_instance", te, node=cls)
         return unknown(f"`{attr}` is not set in the class")
 
-    def _added(self, owner: ast.ClassDef, added: list[tuple[str, ast.expr, ast.AST]]) -> Kind:
+    def _added(self, owner: ast.ClassDef, added: Sequence[tuple[str, ast.expr, ast.AST]]) -> Kind:
         resolver = self.resolver
         elements = []
         for how, value, method in added:

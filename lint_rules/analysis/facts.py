@@ -189,34 +189,30 @@ class _Collector:
             qual = f"{function}.{stmt.name}" if function else stmt.name
             self.body(stmt.body, qual, conditions, params, declared)
             return
-        if kind in (ast.If, ast.While):
-            test = stmt.test  # type: ignore[attr-defined]
-            self._calls(test, function)
-            yes = condition_text(test, True)
-            no = condition_text(test, False)
-            self.body(
-                stmt.body, function, (*conditions, yes) if yes else conditions, params, declared
-            )  # type: ignore[attr-defined]
-            self.body(
-                stmt.orelse, function, (*conditions, no) if no else conditions, params, declared
-            )  # type: ignore[attr-defined]
+        if isinstance(stmt, (ast.If, ast.While)):
+            self._calls(stmt.test, function)
+            yes = condition_text(stmt.test, True)
+            no = condition_text(stmt.test, False)
+            body = (*conditions, yes) if yes else conditions
+            orelse = (*conditions, no) if no else conditions
+            self.body(stmt.body, function, body, params, declared)
+            self.body(stmt.orelse, function, orelse, params, declared)
             return
-        if kind in (ast.For, ast.AsyncFor):
-            self._calls(stmt.iter, function)  # type: ignore[attr-defined]
-            self.body(stmt.body, function, conditions, params, declared)  # type: ignore[attr-defined]
-            self.body(stmt.orelse, function, conditions, params, declared)  # type: ignore[attr-defined]
+        if isinstance(stmt, (ast.For, ast.AsyncFor)):
+            self._calls(stmt.iter, function)
+            self.body(stmt.body, function, conditions, params, declared)
+            self.body(stmt.orelse, function, conditions, params, declared)
             return
-        if kind in (ast.With, ast.AsyncWith):
-            for item in stmt.items:  # type: ignore[attr-defined]
+        if isinstance(stmt, (ast.With, ast.AsyncWith)):
+            for item in stmt.items:
                 self._calls(item.context_expr, function)
-            self.body(stmt.body, function, conditions, params, declared)  # type: ignore[attr-defined]
+            self.body(stmt.body, function, conditions, params, declared)
             return
-        blocks = [getattr(stmt, name, None) for name in ("body", "orelse", "finalbody")]
         if kind.__name__ in ("Try", "TryStar"):
             for handler in stmt.handlers:  # type: ignore[attr-defined]
                 self.body(handler.body, function, conditions, params, declared)
-            for block in blocks:
-                self.body(block or (), function, conditions, params, declared)
+            for name in ("body", "orelse", "finalbody"):
+                self.body(getattr(stmt, name), function, conditions, params, declared)
             return
         if kind.__name__ == "Match":
             for case in stmt.cases:  # type: ignore[attr-defined]

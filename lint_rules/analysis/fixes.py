@@ -355,6 +355,7 @@ class FixBuilder:
             return None
         classes = self.classes
         outside = classes.outside_bases(owner.cls)
+        assert attr is not None
         if any(not _lacks(kind, attr) for kind in outside):
             return None
         for cls in classes.lineage(owner.cls):
@@ -398,9 +399,9 @@ class FixBuilder:
                     store = _stored_by_call(node)
                     if store is not None:
                         target, key = store
-                        name = key.value if isinstance(key, ast.Constant) else "*"  # type: ignore[union-attr]
+                        value = key.value if isinstance(key, ast.Constant) else "*"
                         owner = on_self.get(id(target)) if target is not None else None
-                        stored.append((str(name), owner))
+                        stored.append((str(value), owner))
             self._stored = stored
         return self._stored
 

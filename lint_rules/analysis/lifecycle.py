@@ -202,7 +202,8 @@ class Lifecycle:
                 if loop_steps_optimizer(loop):
                     message = (
                         f"`{_text(value)}` over the loop that steps the optimizer (line "
-                        f"{loop.lineno}) is True once per process: a resumed run passes True again"
+                        f"{getattr(loop, 'lineno', 0)}) is True once per process: a resumed run "
+                        "passes True again"
                     )
                     return Source(
                         Judgement(
