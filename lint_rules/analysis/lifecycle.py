@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import ast
 import enum
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
+from lint_rules.analysis import prefilter
 from lint_rules.analysis.facts import (
     EMPTY,
     MODE_ATTRIBUTES,
@@ -91,21 +92,35 @@ class Lifecycle:
     """The verdicts of one file's values. ``run``: the facts of the other files of a CLI run
     (None for a face that sees one file: flake8, the libcst runner, one path, stdin)."""
 
-    def __init__(self, tree: ast.Module, run: RunFacts | None) -> None:
+    def __init__(
+        self,
+        tree: ast.Module,
+        run: RunFacts | None,
+        lines: Callable[[], list[str]] | None = None,
+    ) -> None:
         self.tree = tree
         self.run = run
-        self._own: FileFacts | None = None
+        self._lines = lines
+        """The source's lines (as ``ast`` numbers them), to read only the statements that spell
+        a name; None without a source (every statement is read)."""
+        self._own: dict[str, FileFacts] = {}
         self._module_code: dict[int, bool] = {}
         self._class = ""
         self.keys: set[str] = set()
         """The state keys this file's verdicts read from the run, and ``fn:<name>`` for the
         functions of this file that re-arm them (their callers may be in other files)."""
 
-    @property
-    def own(self) -> FileFacts:
-        if self._own is None:
-            self._own = collect(self.tree)
-        return self._own
+    def own(self, word: str) -> FileFacts:
+        """This file's facts about ``word`` (a state's name, a function's): those of the
+        statements whose lines spell it (a write of ``x.word``, a call of ``word(...)`` and a
+        function returning ``word`` always do), or of every statement with the gates off."""
+        found = self._own.get(word)
+        if found is None:
+            lines = None
+            if self._lines is not None and prefilter.GATES:
+                lines = [n for n, line in enumerate(self._lines(), start=1) if word in line]
+            found = self._own[word] = collect(self.tree, lines)
+        return found
 
     # -- sources -------------------------------------------------------------------------
 
@@ -223,13 +238,13 @@ class Lifecycle:
     def _call(self, value: ast.Call) -> Source:
         func = value.func
         name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-        for getter, key in self._getters():
+        for getter, key in self._getters(name):
             if getter == name:
                 return Source(None, key, value)
         return self._unknown(value, f"`{_text(value.func)}()` returns it; its body is not followed")
 
-    def _getters(self) -> Iterable[tuple[str, str]]:
-        yield from self.own.getters
+    def _getters(self, name: str) -> Iterable[tuple[str, str]]:
+        yield from self.own(name).getters
         if self.run is not None:
             yield from self.run.getters
 
@@ -244,14 +259,15 @@ class Lifecycle:
 
     def drives(self, ctx: Context, where: Scope | None) -> bool:
         """Whether the code around the call drives TE itself (a test, a benchmark, a script):
-        not a module's forward, nor a method its forward calls, at any depth of nesting."""
-        scope = ctx.scope
+        the outermost function around it is not a module's forward, nor a method its forward
+        calls. A closure inside a forward is module code; a module class defined inside a test
+        function is the test's own (the test drives its forward)."""
+        scope, outermost = ctx.scope, None
         while scope is not None:
-            node, outer, cls = scope
-            if self._is_module_code(node, cls):
-                return False
+            outermost = scope
+            outer = scope[1]
             scope = outer.scope if outer is not None else None
-        return True
+        return outermost is None or not self._is_module_code(outermost[0], outermost[2])
 
     def _is_module_code(self, node: ast.AST, cls: ast.ClassDef | None) -> bool:
         known = self._module_code.get(id(node))
@@ -275,7 +291,7 @@ class Lifecycle:
         """The verdict on a state (``attr:name`` or ``global:name``) from its writes."""
         self.keys.add(key)
         spelled = key.split(":", 1)[1]
-        writes = [w for w in self.own.writes if w.key == key]
+        writes = [w for w in self.own(spelled).writes if w.key == key]
         self.keys.update(f"fn:{_last(w.function)}" for w in writes if _re_arms(w))
         if self.run is not None:
             writes.extend(self.run.writes(key))
@@ -323,7 +339,7 @@ class Lifecycle:
             return Evidence(
                 f"`{write.function}` runs on every forward", write.line, write.col, write.path
             )
-        calls = [c for c in self.own.calls if c.name == name and c.function != write.function]
+        calls = [c for c in self.own(name).calls if c.name == name and c.function != write.function]
         if self.run is not None:
             calls.extend(c for c in self.run.calls(name) if c.function != write.function)
         if write.value.startswith("param:"):
