@@ -14,6 +14,7 @@ from lint_rules.analysis.gradient import Gradients
 from lint_rules.analysis.prefilter import te_file
 from lint_rules.analysis.project import Project
 from lint_rules.analysis.resolve import Resolver
+from lint_rules.analysis.stateful import StatefulCheck
 from lint_rules.analysis.symbols import ModuleSymbols, Scope
 from lint_rules.analysis.tracking import Tracker
 from lint_rules.analysis.walk import (
@@ -24,10 +25,10 @@ from lint_rules.analysis.walk import (
     loop_bound_names,
     loop_runs_backward,
 )
-from lint_rules.findings import Finding, Fix, ast_lines
+from lint_rules.findings import Evidence, Finding, Fix, ast_lines
 from lint_rules.rules import format_message
 from lint_rules.settings import Settings
-from lint_rules.te import TE_ROOT
+from lint_rules.te import FLAG, TE_ROOT
 
 
 class Analysis:
@@ -105,6 +106,8 @@ class Analysis:
         walker = Walker(self._on_call, marks, positional)
         walker.walk_body(self.tree.body, MODULE_CONTEXT)
         checks.tem005_called_twice(self)
+        if not self._pending and (self.source is None or FLAG in self.source):
+            StatefulCheck(self).run()
         self._share_fixes()
         self.findings.sort(key=lambda f: f.sort_key)
         return self.findings
@@ -153,7 +156,17 @@ class Analysis:
             facts = self._loops[id(loop)] = (loop_bound_names(loop), loop_runs_backward(loop))
         return facts
 
-    def report(self, code: str, node: ast.AST, target: str, fix: Fix | None, **extra: str) -> None:
+    def report(
+        self,
+        code: str,
+        node: ast.AST,
+        target: str,
+        fix: Fix | None,
+        *,
+        evidence: tuple[Evidence, ...] = (),
+        verdict: str = "",
+        **extra: str,
+    ) -> None:
         guards = self.tracker.guards
         guard = guards[0] if guards else "is_first_microbatch_tracked"
         message = format_message(
@@ -172,6 +185,8 @@ class Analysis:
                 node.end_lineno or node.lineno,  # type: ignore[attr-defined]
                 node.end_col_offset if node.end_col_offset is not None else node.col_offset,  # type: ignore[attr-defined]
                 fix,
+                verdict,
+                evidence,
             )
         )
 

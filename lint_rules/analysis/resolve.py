@@ -528,9 +528,9 @@ def lambda_default(function: ast.AST | None, name: str) -> ast.expr | None:
     for arg, default in zip(positional[len(positional) - len(args.defaults) :], args.defaults):
         if arg.arg == name:
             return default
-    for arg, default in zip(args.kwonlyargs, args.kw_defaults):
+    for arg, kw_default in zip(args.kwonlyargs, args.kw_defaults):
         if arg.arg == name:
-            return default
+            return kw_default
     return None
 
 
