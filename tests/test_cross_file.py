@@ -74,7 +74,7 @@ def test_the_directory_resolves_across_its_files(capsys: pytest.CaptureFixture[s
     assert "TE BiasLinear `super().forward`" in messages[("blocks.py", 9, "TEM002")]
     assert "TE ScaledLinear `self.layer`" in messages[("stack.py", 18, "TEM001")]
     assert "TE Scaled `scaled`" in messages[("star.py", 16, "TEM002")]
-    assert "stateful TE wrapper" in messages[("mtp.py", 19, "TEM005")]
+    assert "via StatefulLinear" in messages[("mtp.py", 19, "TEM005")]
     assert "TE MyLinear `fc`" in messages[("star.py", 17, "TEM001")]
 
 

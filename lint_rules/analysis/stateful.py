@@ -21,7 +21,7 @@ from lint_rules.analysis.kinds import Kind, TEModule
 from lint_rules.analysis.nodes import dotted
 from lint_rules.analysis.walk import COMPREHENSIONS, Context, Walker, exclusive
 from lint_rules.findings import Evidence
-from lint_rules.rules import callee_text, repeat_text
+from lint_rules.rules import repeat_text
 from lint_rules.te import FLAG
 
 if TYPE_CHECKING:
@@ -183,7 +183,7 @@ class StatefulCheck:
             repeated = self._repeated(call, ctx, keys[index], keys, calls)
             if repeated is None:
                 continue
-            why, where = repeated
+            why, where, more = repeated
             scope = self.a.scope_of(ctx)
             kind = self.a.resolver.resolve(call.func, scope)
             if kind.tag == "unbound" or (
@@ -193,15 +193,17 @@ class StatefulCheck:
             chain = self.tie(kind)
             if chain is None:
                 continue
+            wrapper = chain[-1].message.split("`")[1]
             spelled = ast.unparse(call.func)
-            target = callee_text(spelled if len(spelled) <= 60 else spelled[:57] + "...")
-            first = Evidence(f"`{spelled}` is called more than once per forward ({why})", where)
+            target = f"`{spelled if len(spelled) <= 60 else spelled[:57] + '...'}`"
+            text = f"`{spelled}` is called more than once per forward ({why}{more})"
+            first = Evidence(text, where)
             self.a.report(
                 "TEM005",
                 call.func,
                 target,
                 None,
-                why=f"{why}; holds a stateful TE wrapper",
+                why=f"{why}; via {wrapper}",
                 evidence=(first, *chain),
                 verdict="repeated",
             )
@@ -214,7 +216,7 @@ class StatefulCheck:
         key: str,
         keys: list[str],
         calls: list[tuple[ast.Call, Context]],
-    ) -> tuple[str, int] | None:
+    ) -> tuple[str, int, str] | None:
         """Why (and where) the call runs more than once per forward: a loop that does not pick
         another module each time, or a later call of the same module (the earlier call's
         gradient is written last: it is the one reported)."""
@@ -227,20 +229,20 @@ class StatefulCheck:
             if used & bound:
                 if not constant_index(call.func, ctx):
                     return None
-                same = ", a constant index when its condition holds"
+                same = ", with an index that is constant when its condition holds"
             kind = (
                 "comprehension"
                 if isinstance(loop, COMPREHENSIONS)
                 else ("while loop" if isinstance(loop, ast.While) else "for loop")
             )
             line = loop.lineno  # type: ignore[attr-defined]
-            return repeat_text(kind, line) + same, line
+            return repeat_text(kind, line), line, same
         end = (call.end_lineno, call.end_col_offset)
         for other_key, (other, other_ctx) in zip(keys, calls):
             if other is call or other_key != key or (other.lineno, other.col_offset) < end:
                 continue
             if not exclusive(other_ctx.exclusive_path, ctx.exclusive_path):
-                return f"also at line {other.lineno}", other.lineno
+                return f"also at line {other.lineno}", other.lineno, ""
         return None
 
 
