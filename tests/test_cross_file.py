@@ -3,6 +3,8 @@
 ``fixtures/project/pkg`` is a small package: ``layers.py`` defines TE subclasses and factories,
 ``model.py`` imports them (absolutely, relatively, through the module; ``star.py`` with ``*``),
 ``sub/blocks.py`` subclasses one two directories away and ``sub/stack.py`` uses that subclass.
+``stateful.py`` defines a stateful TE wrapper (it passes its own attribute as the flag) and
+``sub/mtp.py`` calls a module holding one once per depth (TEM005 only with both files).
 The inline
 markers are the findings of ``check`` on the whole directory; a file checked alone (or by
 flake8, which sees one file at a time) keeps today's answers: the keyword calls unresolved,

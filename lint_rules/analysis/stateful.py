@@ -149,9 +149,15 @@ class StatefulCheck:
 
     def run(self) -> None:
         a = self.a
+        classes = a.symbols.all_classes()
+        project = a.project
+        if not any(self.flag_of(cls) for cls in classes) and not (
+            project is not None and any(e.stateful for e in project.index.values())
+        ):
+            return  # no stateful wrapper in the file or in the run
         gradients = a.gradients
         reported = {(f.line, f.code) for f in a.findings}
-        for cls in a.symbols.all_classes():
+        for cls in classes:
             if not gradients.module_class(cls):
                 continue
             for method in a.symbols.class_info(cls).methods.values():
