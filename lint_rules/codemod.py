@@ -21,12 +21,11 @@ from typing import Any, NoReturn
 import libcst as cst
 from libcst.codemod import CodemodContext, VisitorBasedCodemodCommand
 
+from lint_rules.setting_flags import add_setting_flags, flag_overrides
 from lint_rules.settings import (
     ConfigResolver,
     Settings,
     SettingsError,
-    add_setting_flags,
-    flag_overrides,
 )
 
 FORMAT_HINT = (
@@ -150,7 +149,9 @@ class TEMicrobatchCodemod(VisitorBasedCodemodCommand):
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:
         from lint_rules.fixing import fix_source
 
-        result = fix_source(tree.code, self.settings(), disable_noqa=self.disable_noqa)
+        result = fix_source(
+            tree.code, self.settings(), disable_noqa=self.disable_noqa, encoding=tree.encoding
+        )
         for note in result.notes:
             self.warn(note)
         if not result.changed or result.text == tree.code:

@@ -381,8 +381,9 @@ def test_flake8_spells_options_with_te_prefix(tmp_path: Path) -> None:
     assert findings(done, tmp_path, tmp_path) == {("model.py", 11)}
 
 
-RUNNER_LEAVES_OUT = {"exclude", "extend-exclude"}
-"""libcst's runner chooses the files itself (its own ``--blacklist-patterns``)."""
+RUNNER_LEAVES_OUT = {"exclude", "extend-exclude", "extend-select", "extend-ignore"}
+"""libcst's runner chooses the files itself (its own ``--blacklist-patterns``) and takes only
+``--select``/``--ignore``."""
 
 
 def test_every_option_has_its_flag_in_the_cli_and_the_runner() -> None:
