@@ -22,7 +22,7 @@ from lint_rules.analysis.nodes import dotted
 from lint_rules.analysis.walk import COMPREHENSIONS, Context, Walker, exclusive
 from lint_rules.findings import Evidence
 from lint_rules.rules import repeat_text
-from lint_rules.te import FLAG
+from lint_rules.te import FLAG, FLAG_POSITION
 
 if TYPE_CHECKING:
     from lint_rules.analysis.core import Analysis
@@ -61,20 +61,31 @@ def state_flag(resolver: Resolver, cls: ast.ClassDef) -> StateFlag | None:
                             locals_from_self[target.id] = read
             if not isinstance(node, ast.Call):
                 continue
-            for keyword in node.keywords:
-                if keyword.arg != FLAG:
+            values = [k.value for k in node.keywords if k.arg == FLAG]
+            positional = len(node.args) >= 2
+            if not values and not positional:
+                continue
+            callee = resolver.callee(node, symbols.scope(method, None, cls))
+            if not isinstance(callee, TEModule):
+                continue
+            if not values:  # `super().forward(x, self.flag)`: at the class's position
+                position = (
+                    callee.index if callee.index is not None else FLAG_POSITION.get(callee.cls)
+                )
+                index = None if position is None else position + callee.shift
+                if index is None or index >= len(node.args):
                     continue
-                value = keyword.value
+                if any(isinstance(a, ast.Starred) for a in node.args[: index + 1]):
+                    continue
+                values = [node.args[index]]
+            for value in values:
                 attr = None
                 if isinstance(value, ast.Attribute) and _is_name(value.value, self_name):
                     attr = value.attr
                 elif isinstance(value, ast.Name):
                     attr = locals_from_self.get(value.id)
-                if attr is None:
-                    continue
-                scope = symbols.scope(method, None, cls)
-                if isinstance(resolver.callee(node, scope), TEModule):
-                    return StateFlag(attr, keyword.lineno, keyword.col_offset)
+                if attr is not None:
+                    return StateFlag(attr, value.lineno, value.col_offset)
     return None
 
 
