@@ -268,8 +268,9 @@ through the outputs of both:
   (`tem005_microbatch_loop.py`).
 
 **A repeated stateful TE wrapper.** A class whose method passes its own attribute to TE as the
-flag (`super().forward(x, is_first_microbatch=self.is_first_microbatch)`, or a local computed
-from it, as Megatron's `TELinear` does) is a stateful TE wrapper: no flag appears where the
+flag (`super().forward(x, is_first_microbatch=self.is_first_microbatch)`, a local computed
+from it as Megatron's `TELinear` does, or the attribute passed positionally) is a stateful TE
+wrapper: no flag appears where the
 module holding it is called. A call, in a module's code, of a module the class holds (`self.x`,
 `self.layers[0]`) that is or holds such a wrapper, through attributes, `ModuleList`s and
 classes of the file (and, in a CLI run over several files, TE subclasses of the other files),
