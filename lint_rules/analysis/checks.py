@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from lint_rules.analysis import prefilter
 from lint_rules.analysis.lifecycle import Verdict
 from lint_rules.analysis.resolve import Callee, TEModule, TERejects, Unresolved
+from lint_rules.analysis.stateful import constant_index
 from lint_rules.analysis.symbols import (
     Branch,
     Scope,
@@ -25,7 +26,7 @@ from lint_rules.analysis.symbols import (
     stores_flag,
 )
 from lint_rules.analysis.walk import COMPREHENSIONS, Context, Walker, exclusive
-from lint_rules.findings import Fix
+from lint_rules.findings import Evidence, Fix
 from lint_rules.rules import callee_text, repeat_text
 from lint_rules.te import FLAG, FLAG_POSITION, FORWARDERS
 
@@ -292,7 +293,15 @@ def shared_fix(a: Analysis, site: FlagCall) -> Fix | None:
 def tem005_in_loop(a: Analysis, site: FlagCall) -> None:
     """TEM005: a non-None flag to a TE module that a loop calls more than once per forward."""
     if site.repeated and site.node is not None:
-        a.report("TEM005", site.node, site.target, shared_fix(a, site), why=site.repeated)
+        a.report(
+            "TEM005",
+            site.node,
+            site.target,
+            shared_fix(a, site),
+            why=site.repeated,
+            evidence=(Evidence(f"the call runs more than once per forward ({site.repeated})"),),
+            verdict="repeated",
+        )
         a.reported_shared.add(id(site.node))
 
 
@@ -324,7 +333,16 @@ def tem005_called_twice(a: Analysis) -> None:
             line = flag_lines[id(flagged[0])] if flagged else others[0].lineno
             why = f"also at line {line}"
             fix = shared_fix(a, site.call)
-            a.report("TEM005", site.flag_node, site.call.target, fix, why=why)
+            step = Evidence("the same module is called here too", line)
+            a.report(
+                "TEM005",
+                site.flag_node,
+                site.call.target,
+                fix,
+                why=why,
+                evidence=(step,),
+                verdict="repeated",
+            )
 
 
 def _may_repeat(a: Analysis, sites: list[CallSite]) -> bool:
@@ -388,7 +406,7 @@ def repeat_reason(a: Analysis, call: ast.Call, ctx: Context) -> str | None:
     used = {n.id for n in ast.walk(call.func) if isinstance(n, ast.Name)}
     for loop in reversed(ctx.loops):
         bound, runs_backward = a.loop_facts(loop)
-        if used & bound:
+        if used & bound and not constant_index(call.func, ctx):
             return None
         if runs_backward or not a.gradients.loop_loses(call, ctx, loop):
             return None

@@ -28,3 +28,5 @@ class Export(NamedTuple):
     """A class: the TE module class it derives from."""
     forward: bool = False
     """A class: it (or a project ancestor) defines ``forward``."""
+    stateful: str = ""
+    """A class: the attribute its methods pass to TE as the flag (a stateful TE wrapper)."""

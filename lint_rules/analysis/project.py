@@ -28,6 +28,7 @@ from lint_rules.analysis.exports import Export
 from lint_rules.analysis.facts import EMPTY, FileFacts
 from lint_rules.analysis.kinds import NOT_TE, UNKNOWN, Kind
 from lint_rules.analysis.lifecycle import RunFacts
+from lint_rules.analysis.stateful import state_flag
 from lint_rules.analysis.symbols import statements
 from lint_rules.te import TE_ROOT
 
@@ -142,6 +143,14 @@ class Project:
             takes=export.takes,
         )
 
+    def stateful(self, node: ast.ClassDef) -> str:
+        """For a stand-in class node (``label_node``): the attribute the project class passes
+        to TE as the flag, when it is a stateful TE wrapper (else "")."""
+        for qual, label in self._labels.items():
+            if label is node:
+                return self.index[qual].stateful
+        return ""
+
     def te_base(self, qual: str) -> str:
         return self.index[qual].te_base
 
@@ -168,7 +177,11 @@ class Project:
             te = classes.te_base(node)
             if te:
                 forward = classes.defines(node, "forward")
-                self.exports[name] = _export("class", classes.instance(node), name, te, forward)
+                export = _export("class", classes.instance(node), name, te, forward)
+                flag = state_flag(resolver, node)
+                if flag is not None:
+                    export = export._replace(stateful=flag.attr)
+                self.exports[name] = export
         marks: list[int] | None = None  # lines up to each line that spell `yield`
         for name, function in symbols.functions.items():
             if not _may_return_module(function):

@@ -33,7 +33,14 @@ from lint_rules.analysis.kinds import (
     unknown,
 )
 from lint_rules.analysis.project import PROJECT_TAGS, Project
-from lint_rules.analysis.symbols import ModuleSymbols, Scope, constant_str, dotted, statements
+from lint_rules.analysis.symbols import (
+    ModuleSymbols,
+    Scope,
+    constant_str,
+    dotted,
+    optional_import,
+    statements,
+)
 from lint_rules.te import (
     FORWARDERS,
     PASS_THROUGH,
@@ -452,6 +459,11 @@ class Resolver:
         return unknown(f"the result of `{dotted(func) or 'a call'}`")
 
     def _library_call(self, qual: str, call: ast.Call, scope: Scope | None) -> Kind:
+        symbols = self.symbols
+        if symbols.helpers:  # `X, HAVE_X = safe_import_from("pkg", "X")` inside a function
+            imported = optional_import(call, symbols.helpers, symbols.alias_choices)
+            if imported is not None:
+                return container([self.qualname_kind(imported), NOT_TE])
         short = qual.rsplit(".", 1)[-1]
         if qual.startswith(TE_ROOT + ".") and short == TE_GRAPH_FACTORY:
             return GRAPHED

@@ -50,6 +50,7 @@ __all__ = [
     "dotted",
     "imported_name",
     "is_none",
+    "optional_import",
     "runs_before",
     "span",
     "statements",
