@@ -161,6 +161,9 @@ class FixBuilder:
                 f"None gives up FP8 weight caching where `{judgement.condition}` re-arms the "
                 "flag; `--fix-strategy guard` keeps it"
             )
+        if judgement is not None and judgement.provisional:
+            applicability = "unsafe"  # another file of the project may re-arm it
+            note = "re-arming in other files is not seen here: check the project first"
         folded = self._fold_local(value, scope)
         none = Fix(
             (Edit(outer_start, outer_end, f"{prefix}None"), *folded),

@@ -58,6 +58,9 @@ class Judgement(NamedTuple):
     evidence: tuple[Evidence, ...]
     condition: str | None = None
     """For ``CONDITIONAL``: the condition the re-arm runs under, as written."""
+    provisional: bool = False
+    """The verdict rests on files this run does not see (one file checked alone, a state a
+    project's other files may re-arm): its fix is unsafe."""
 
 
 MAINTAINED = Judgement(Verdict.MAINTAINED, ())
@@ -78,14 +81,16 @@ def _line(node: ast.AST | None) -> int:
 def worst(judgements: Iterable[Judgement]) -> Judgement:
     found = MAINTAINED
     evidence: list[Evidence] = []
-    for judgement in judgements:
+    judged = list(judgements)
+    for judgement in judged:
         if RANK[judgement.verdict] > RANK[found.verdict]:
             found = judgement
         if judgement.verdict is not Verdict.MAINTAINED:
             evidence.extend(e for e in judgement.evidence if e not in evidence)
     if found.verdict is Verdict.MAINTAINED:
         return MAINTAINED
-    return Judgement(found.verdict, tuple(evidence[:8]), found.condition)
+    provisional = any(j.provisional for j in judged if j.verdict is not Verdict.MAINTAINED)
+    return Judgement(found.verdict, tuple(evidence[:8]), found.condition, provisional)
 
 
 class Lifecycle:
@@ -296,17 +301,18 @@ class Lifecycle:
         if self.run is not None:
             writes.extend(self.run.writes(key))
         source = Evidence(f"the flag is `{spelled}`", _line(node), getattr(node, "col_offset", 0))
-        alone = self.run is None
+        # One file checked alone, and a state a run over the project would share: a re-arm in
+        # another file may keep it. The evidence says so first, and the fix is unsafe.
+        alone = self.run is None and shared(spelled)
+        head = [source, _ALONE] if alone else [source]
         if not writes:
-            steps = [source, Evidence(f"nothing in the files seen writes `{spelled}`")]
-            if alone:
-                steps.append(_ALONE)
-            return Judgement(Verdict.UNVERIFIED, tuple(steps))
+            steps = [*head, Evidence(f"nothing in the files seen writes `{spelled}`")]
+            return Judgement(Verdict.UNVERIFIED, tuple(steps), provisional=alone)
         own_class = self._class
         # the call's own class first: its set-up and clear are the ones that matter
         writes.sort(key=lambda w: _last(w.function.rsplit(".", 1)[0]) != own_class)
         rearms = [w for w in writes if _re_arms(w)]
-        steps = [source]
+        steps = list(head)
         steps.extend(_describe(w) for w in _first_of_each(writes))
         called = [(w, self._caller(w)) for w in rearms]
         live = [(w, c) for w, c in called if c is not None]
@@ -319,18 +325,14 @@ class Lifecycle:
             steps.append(_describe(write, condition))
             assert caller is not None
             steps.append(caller)
-            return Judgement(Verdict.CONDITIONAL, tuple(steps[:8]), condition)
+            return Judgement(Verdict.CONDITIONAL, tuple(steps[:8]), condition, alone)
         if rearms:
             write = rearms[0]
             steps.append(_describe(write))
             steps.append(Evidence(f"nothing in the files seen calls `{_last(write.function)}`"))
-            if alone:
-                steps.append(_ALONE)
-            return Judgement(Verdict.UNVERIFIED, tuple(steps[:8]))
+            return Judgement(Verdict.UNVERIFIED, tuple(steps[:8]), provisional=alone)
         steps.append(Evidence(f"nothing in the files seen re-arms `{spelled}`"))
-        if alone:
-            steps.append(_ALONE)
-        return Judgement(Verdict.STALE, tuple(steps[:8]))
+        return Judgement(Verdict.STALE, tuple(steps[:8]), provisional=alone)
 
     def _caller(self, write: Write) -> Evidence | None:
         """Where the function holding a re-arm is called (a forward is called every step)."""
@@ -346,6 +348,7 @@ class Lifecycle:
             calls = [c for c in calls if c.arg != "false"]
         if not calls:
             return None
+        calls.sort(key=lambda c: not runs_as_forward(_last(c.function)))
         call = calls[0]
         return Evidence(
             f"`{name}` is called from `{call.function or 'module level'}`",
@@ -353,6 +356,13 @@ class Lifecycle:
             call.col,
             call.path,
         )
+
+
+def shared(name: str) -> bool:
+    """Whether a run over several files shares the writes of a state of this name
+    (``prefilter.STATE_WORDS``): only then can it see a re-arm that one file cannot."""
+    lowered = name.lower()
+    return any(word in lowered for word in prefilter.STATE_WORDS)
 
 
 _ALONE = Evidence(
