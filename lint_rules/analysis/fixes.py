@@ -17,7 +17,7 @@ from lint_rules.analysis.classes import Classes
 from lint_rules.analysis.kinds import Kind
 from lint_rules.analysis.lifecycle import Judgement
 from lint_rules.analysis.resolve import Callee, TEModule, Unresolved
-from lint_rules.analysis.symbols import ModuleSymbols, Scope, span
+from lint_rules.analysis.symbols import ModuleSymbols, Scope, is_none, span
 from lint_rules.findings import Edit, Fix, Position, ast_lines
 from lint_rules.settings import Settings
 from lint_rules.te import FLAG
@@ -63,6 +63,22 @@ def _is_parameter(value: ast.expr, scope: Scope | None) -> bool:
     if isinstance(value, ast.NamedExpr):
         return _is_parameter(value.value, scope)
     return False
+
+
+def _fallback_of_parameter(value: ast.expr, scope: Scope | None) -> ast.expr | None:
+    """In ``p if p is not None else v`` (either way round), where ``p`` is a parameter passed
+    on, the branch ``v`` that is not (None when there is no such shape, or it is ``None``)."""
+    if not isinstance(value, ast.IfExp):
+        return None
+    for kept, other in ((value.body, value.orelse), (value.orelse, value.body)):
+        if (
+            isinstance(kept, ast.Name)
+            and _is_parameter(kept, scope)
+            and not is_none(other)
+            and not _is_parameter(other, scope)
+        ):
+            return other
+    return None
 
 
 def _only_splatted_once(name: str, scope: Scope | None) -> bool:
@@ -146,6 +162,10 @@ class FixBuilder:
             return None  # `(f := x)`: any rewrite would change what `f` is bound to
         if isinstance(callee, Unresolved) and callee.graphed:
             return None  # a graphed callable needs a bool: `None` would break the call
+        fallback = _fallback_of_parameter(value, scope) if not repeated else None
+        if fallback is not None and self.settings.fix_strategy == "none":
+            # `p if p is not None else self.flag`: the caller's `p` is kept, the fallback is None
+            value, prefix = fallback, ""
         start, end = span(value)
         own = self._paren_span(value)
         outer_start, outer_end = own if isinstance(own, tuple) else (start, end)
