@@ -12,6 +12,7 @@ libcst is imported only by ``fixing`` (guard strategy), flake8 never.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import sys
@@ -292,11 +293,64 @@ def unified_diff(old: str, new: str, path: str) -> str:
     return "".join(out)
 
 
-def _worker_init() -> None:
-    """Pool initializer: an interrupted ``fix`` leaves no temporary file behind."""
-    from lint_rules.fileio import install_cleanup_handlers
+def _worker_init(write: bool, parent: int) -> None:
+    """Pool initializer: an interrupted ``fix`` leaves no temporary file behind, and a worker
+    never outlives the run (Linux: it gets SIGTERM when its parent dies, even of SIGKILL)."""
+    if write:
+        from lint_rules.fileio import install_cleanup_handlers
 
-    install_cleanup_handlers()
+        install_cleanup_handlers()
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM))  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # pragma: no cover - not Linux
+        pass
+    if os.getppid() != parent:  # the parent died before the prctl
+        os._exit(1)
+
+
+@contextlib.contextmanager
+def _reaped(pool: Any) -> Iterator[None]:
+    """While the pool runs: SIGTERM, SIGHUP and SIGINT end its workers first, then do what
+    they did before (the workers would otherwise stay blocked on the call queue, holding the
+    run's stdout, or hang Ctrl-C in multiprocessing's exit join); so does any exception."""
+    import signal
+    import threading
+
+    def reap() -> None:
+        for process in list(getattr(pool, "_processes", {}).values()):
+            with contextlib.suppress(Exception):
+                process.terminate()  # SIGTERM: a writing worker finishes its rename first
+
+    owner, previous = os.getpid(), {}
+
+    def handler(signum: int, frame: Any) -> None:
+        if os.getpid() == owner:
+            reap()
+        old = previous.get(signum, signal.SIG_DFL)
+        if callable(old):
+            old(signum, frame)
+        elif old != signal.SIG_IGN:
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+
+    if threading.current_thread() is threading.main_thread():
+        for name in ("SIGTERM", "SIGHUP", "SIGINT"):
+            signum = getattr(signal, name, None)
+            if signum is not None and signal.getsignal(signum) != signal.SIG_IGN:
+                previous[signum] = signal.getsignal(signum)
+                signal.signal(signum, handler)
+    try:
+        yield
+    except BaseException:
+        reap()
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    finally:
+        for signum, old in previous.items():
+            signal.signal(signum, old)
 
 
 def _task(work: Work, job: Job, item: tuple[Any, ...]) -> Outcome:
@@ -401,8 +455,8 @@ def _parse(
     from concurrent.futures import ProcessPoolExecutor
 
     chunksize = max(1, min(16, len(files) // (workers * 8)))
-    initializer = _worker_init if job.mode == "write" else None
-    with ProcessPoolExecutor(max_workers=workers, initializer=initializer) as pool:
+    init = functools.partial(_worker_init, job.mode == "write", os.getpid())
+    with ProcessPoolExecutor(max_workers=workers, initializer=init) as pool, _reaped(pool):
         yield from pool.map(task, files, chunksize=chunksize)
 
 
