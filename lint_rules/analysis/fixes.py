@@ -139,8 +139,8 @@ class FixBuilder:
         The value's own parentheses on its line (``=(i == 0)``) go with it: ``None``, not
         ``(None)``; the guard goes inside them instead of adding a second pair.
         """
-        if isinstance(value, ast.NamedExpr):
-            return None  # `(f := x)`: any rewrite would change what `f` is bound to
+        if any(isinstance(node, ast.NamedExpr) for node in ast.walk(value)):
+            return None  # `(f := x)`, also nested: any rewrite would change what `f` is bound to
         start, end = span(value)
         own = self._paren_span(value)
         outer_start, outer_end = own if isinstance(own, tuple) else (start, end)
