@@ -243,7 +243,7 @@ def fix_file(
     job: Job, path: str, settings: Settings, source: Any = None, project: Any = None
 ) -> Outcome:
     """Fix one file: write it (mode ``write``), or only say what would change."""
-    from lint_rules.fileio import read_source, signals_held, write_source_atomic
+    from lint_rules.fileio import SourceError, read_source, signals_held, write_source_atomic
     from lint_rules.fixing import FixError, fix_source
 
     source = source or read_source(path)
@@ -266,12 +266,29 @@ def fix_file(
     fixed = len(result.applied)
     if job.mode == "write":
         with signals_held():  # the rename and its report line, or neither
-            write_source_atomic(source, result.text)
-            if job.name_writes:
-                print(f"fixed {path} ({fixed_count(fixed)})", file=sys.stderr, flush=True)
+            try:
+                write_source_atomic(source, result.text)
+            except SourceError as error:  # nothing written: every finding is still there
+                codes = [f.code for f in (*result.applied, *result.remaining)]
+                left["remaining"] = tuple(sorted(codes))
+                return Outcome(path, error=error.reason, notes=notes, **left)  # type: ignore[arg-type]
+            if job.name_writes:  # one write per line: lines from workers never interleave
+                sys.stderr.write(f"fixed {shown_path(path)} ({fixed_count(fixed)})\n")
+                sys.stderr.flush()
     return Outcome(
         path, changed=True, fixed=fixed, notes=notes, diff=diff, new_text=new_text, **left
     )  # type: ignore[arg-type]
+
+
+def shown_path(path: str) -> str:
+    """``path`` as printed: control characters (a newline, an escape) escaped, so that a
+    report line stays one line and the terminal is not driven by a file name."""
+    if not any(ord(c) < 32 or ord(c) == 127 for c in path):
+        return path
+    return "".join(
+        c.encode("unicode_escape").decode("ascii") if ord(c) < 32 or ord(c) == 127 else c
+        for c in path
+    )
 
 
 def fixed_count(number: int) -> str:
