@@ -330,6 +330,14 @@ def _write_refusal(target: str, mode: int) -> str | None:
         return "file is read-only; not written"
     if not os.access(target, os.W_OK):
         return "permission denied (no write permission); not written"
+    # The rename writes the directory: one nobody may write is protected too (root would pass).
+    directory = os.path.dirname(target) or "."
+    try:
+        folder = os.stat(directory).st_mode
+    except OSError:
+        return None
+    if not folder & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
+        return "its directory is read-only; not written"
     return None
 
 

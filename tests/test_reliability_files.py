@@ -146,3 +146,14 @@ def test_thousands_of_findings_in_one_file_are_all_fixed() -> None:
     assert len(result.applied) == 3000
     assert result.text.count("is_first_microbatch=None") == 3000
     assert result.text.replace("is_first_microbatch=None", "is_first_microbatch=self.flag") == text
+
+
+def test_a_file_in_a_read_only_directory_is_refused(module: Path) -> None:
+    """The rename writes the directory: a 0555 directory is protected like a 0444 file, also
+    when root runs the fix (root could write it)."""
+    os.chmod(module.parent, 0o555)
+    try:
+        assert main(["fix", "--no-cache", str(module)]) == 2
+    finally:
+        os.chmod(module.parent, 0o755)
+    assert module.read_text() == MODULE
