@@ -49,3 +49,20 @@ def test_a_nested_walrus_in_the_value_has_no_fix_even_unsafe() -> None:
     ):
         result = fix_source(text, settings)
         assert result.text == text and [f.code for f in result.remaining] == ["TEM001"]
+
+
+def test_a_flag_inside_an_fstring_debug_field_is_left_alone() -> None:
+    """``f"{expr = }"`` prints the expression's source text: any edit there changes output."""
+    text = (
+        "import transformer_engine.pytorch as te\n\n\nclass B:\n    def __init__(self):\n"
+        "        self.fc = te.Linear(4, 4)\n\n    def forward(self, x):\n"
+        '        print(f"{self.fc(x, is_first_microbatch=self.a) = }")\n'
+        "        return self.fc(x, is_first_microbatch=self.a)\n"
+    )
+    for settings in (DEFAULT_SETTINGS, replace(DEFAULT_SETTINGS, fix_strategy="guard")):
+        result = fix_source(text, settings)
+        lines = result.text.splitlines()
+        assert lines[8] == text.splitlines()[8]
+        assert any("f-string's `=` debug text" in note for note in result.notes)
+    plain = text.replace("= }", "}")  # no `=`: fixed as anywhere else
+    assert fix_source(plain).text.count("is_first_microbatch=None") == 2
