@@ -442,6 +442,10 @@ def write_source_atomic(source: SourceFile, new_text: str) -> None:
         raise SourceError(
             name, f"fixed text has {char!r}, which {source.encoding} cannot encode; not written"
         ) from None
+    except UnicodeError as error:  # a codec that fails on whole lines (idna)
+        raise SourceError(
+            name, f"fixed text cannot be encoded in {source.encoding} ({error}); not written"
+        ) from None
     if data == source.raw:
         return  # nothing to do: do not touch the file (mtime unchanged)
 

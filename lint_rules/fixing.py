@@ -279,7 +279,7 @@ def verify_fixed(old: str, new: str, encoding: str | None = None) -> None:
             else:
                 try:
                     data = new.encode(encoding)
-                except UnicodeEncodeError:
+                except UnicodeError:  # idna's "label too long" too
                     data = None  # the write refuses it with its own message
                 ast.parse(new if data is None else data)
     except SyntaxError as error:
