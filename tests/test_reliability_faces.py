@@ -97,3 +97,13 @@ def test_flake8_on_stdin_with_a_bad_nested_configuration_is_one_line(tmp_path: P
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "unresolved" in lines[0] and "Traceback" not in proc.stderr
+
+
+def test_config_naming_a_directory_or_a_device_says_what_it_is(tmp_path: Path) -> None:
+    from lint_rules.settings import ConfigResolver, SettingsError
+
+    for path in (str(tmp_path), "/dev/zero"):
+        with pytest.raises(SettingsError, match="configuration file is not a regular file"):
+            ConfigResolver(config=path)
+    with pytest.raises(SettingsError, match="configuration file does not exist"):
+        ConfigResolver(config=str(tmp_path / "missing.toml"))
