@@ -158,8 +158,8 @@ class FixBuilder:
         The value's own parentheses on its line (``=(i == 0)``) go with it: ``None``, not
         ``(None)``; the guard goes inside them instead of adding a second pair.
         """
-        if isinstance(value, ast.NamedExpr):
-            return None  # `(f := x)`: any rewrite would change what `f` is bound to
+        if any(isinstance(node, ast.NamedExpr) for node in ast.walk(value)):
+            return None  # `(f := x)`, also nested: any rewrite would change what `f` is bound to
         if isinstance(callee, Unresolved) and callee.graphed:
             return None  # a graphed callable needs a bool: `None` would break the call
         fallback = _fallback_of_parameter(value, scope) if not repeated else None
