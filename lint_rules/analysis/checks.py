@@ -135,7 +135,7 @@ def check_call(a: Analysis, call: ast.Call, ctx: Context) -> None:
         value = call.args[index]
     repeated = None
     if value is not None and not is_none(value):
-        repeated = repeat_reason(a, call, ctx)
+        repeated = repeat_reason(a, call, ctx, callee)
     guarded = a.tracker.branches_guarded(ctx.branches, scope)
     node = keyword if keyword is not None else value
     site = FlagCall(call, ctx, scope, callee, guarded, keyword, index, value, node, repeated)
@@ -149,7 +149,7 @@ def check_call(a: Analysis, call: ast.Call, ctx: Context) -> None:
         return
     tem005_in_loop(a, site)
     if ctx.scope is not None and scope is not None:
-        key = dotted(call.func) or ast.dump(call.func)
+        key = call_key(call)
         entry = CallSite(key, node, ctx.exclusive_path, site)
         a.sites.setdefault(id(ctx.scope[0]), []).append(entry)
 
@@ -386,7 +386,7 @@ def _calls_by_key(
     def on_call(call: ast.Call, ctx: Context) -> None:
         if ctx.scope is None or ctx.scope[0] is not function:
             return
-        key = dotted(call.func) or ast.dump(call.func)
+        key = call_key(call)
         if key in keys:
             found.setdefault(key, []).append((call, ctx.exclusive_path))
 
@@ -399,14 +399,29 @@ def _calls_by_key(
     return found
 
 
-def repeat_reason(a: Analysis, call: ast.Call, ctx: Context) -> str | None:
-    """Why this call may run more than once per forward (a loop over a fixed module)."""
+def call_key(call: ast.Call) -> str:
+    """The module a call runs, as spelled: its function, or for a wrapper that forwards the
+    call (``checkpoint(self.fc, x, ...)``) the wrapper's first argument."""
+    func = call.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    if name in _FORWARDER_NAMES and call.args:
+        func = call.args[0]
+    return dotted(func) or ast.dump(func)
+
+
+def repeat_reason(
+    a: Analysis, call: ast.Call, ctx: Context, callee: Callee | None = None
+) -> str | None:
+    """Why this call may run more than once per forward (a loop over a fixed module). Through a
+    wrapper (``checkpoint(self.layers[i], ...)``) the module is the wrapper's first argument."""
     if not ctx.loops:
         return None
-    used = {n.id for n in ast.walk(call.func) if isinstance(n, ast.Name)}
+    via = getattr(callee, "via", "") if callee is not None else ""
+    func = call.args[0] if via and call.args else call.func
+    used = {n.id for n in ast.walk(func) if isinstance(n, ast.Name)}
     for loop in reversed(ctx.loops):
         bound, runs_backward = a.loop_facts(loop)
-        if used & bound and not constant_index(call.func, ctx):
+        if used & bound and not constant_index(func, ctx):
             return None
         if runs_backward or not a.gradients.loop_loses(call, ctx, loop):
             return None
