@@ -91,7 +91,7 @@ class Analysis:
         self.gradients = Gradients(self.resolver, self.tree)
         self.tracker = Tracker(self.symbols, guards, settings.tracked_functions)
         run = self.project.lifecycle if self.project is not None else None
-        self.lifecycle = Lifecycle(self.tree, run, self.lines if self.source is not None else None)
+        self.lifecycle = Lifecycle(self.tree, run, self.source)
         self.forwarders = Forwarders()
         self.fixes: FixBuilder | NoFixes = (
             FixBuilder(

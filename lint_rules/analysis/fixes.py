@@ -14,7 +14,7 @@ import ast
 from dataclasses import replace
 
 from lint_rules.analysis.classes import Classes
-from lint_rules.analysis.kinds import Kind
+from lint_rules.analysis.kinds import Kind, Tag
 from lint_rules.analysis.lifecycle import Judgement
 from lint_rules.analysis.resolve import Callee, TEModule, Unresolved
 from lint_rules.analysis.symbols import ModuleSymbols, Scope, is_none, span
@@ -444,10 +444,10 @@ def _receiver(scope: Scope | None) -> str | None:
 def _lacks(kind: Kind, attr: str) -> bool:
     """A base from outside the file that is known not to set ``attr``: ``object``, or a TE or
     torch class and ``attr`` is one neither sets (``config``)."""
-    if kind.tag == "qualname" and kind.name == "object":
+    if kind.tag is Tag.QUALNAME and kind.name == "object":
         return True
-    torch = kind.tag == "qualname" and kind.name.startswith("torch.")
-    return (kind.tag == "te_class" or torch) and attr in _TE_MODULES_LACK
+    torch = kind.tag is Tag.QUALNAME and kind.name.startswith("torch.")
+    return (kind.tag is Tag.TE_CLASS or torch) and attr in _TE_MODULES_LACK
 
 
 def _stored_by_call(call: ast.Call) -> tuple[ast.expr | None, ast.expr | None] | None:

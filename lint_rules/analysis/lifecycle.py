@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ast
 import enum
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from lint_rules.analysis import prefilter
@@ -27,7 +27,7 @@ from lint_rules.analysis.facts import (
 )
 from lint_rules.analysis.nodes import is_none, target_names
 from lint_rules.analysis.walk import loop_runs_backward, loop_steps_optimizer
-from lint_rules.findings import Evidence
+from lint_rules.findings import Evidence, ast_lines
 
 if TYPE_CHECKING:
     from lint_rules.analysis.scopes import Scope
@@ -101,13 +101,13 @@ class Lifecycle:
         self,
         tree: ast.Module,
         run: RunFacts | None,
-        lines: Callable[[], list[str]] | None = None,
+        source: str | None = None,
     ) -> None:
         self.tree = tree
         self.run = run
-        self._lines = lines
-        """The source's lines (as ``ast`` numbers them), to read only the statements that spell
-        a name; None without a source (every statement is read)."""
+        self._source = source
+        """To read only the statements whose lines spell a name; None: every statement."""
+        self._split: list[str] | None = None
         self._own: dict[str, FileFacts] = {}
         self._module_code: dict[int, bool] = {}
         self._class = ""
@@ -122,8 +122,10 @@ class Lifecycle:
         found = self._own.get(word)
         if found is None:
             lines = None
-            if self._lines is not None and prefilter.GATES:
-                lines = [n for n, line in enumerate(self._lines(), start=1) if word in line]
+            if self._source is not None and prefilter.GATES:
+                if self._split is None:
+                    self._split = ast_lines(self._source)
+                lines = [n for n, line in enumerate(self._split, start=1) if word in line]
             found = self._own[word] = collect(self.tree, lines)
         return found
 

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from lint_rules.analysis.exports import Export
 from lint_rules.analysis.facts import EMPTY, FileFacts
-from lint_rules.analysis.kinds import NOT_TE, UNKNOWN, Kind
+from lint_rules.analysis.kinds import NOT_TE, UNKNOWN, Kind, Tag
 from lint_rules.analysis.lifecycle import RunFacts
 from lint_rules.analysis.stateful import state_flag
 from lint_rules.analysis.symbols import statements
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from lint_rules.analysis.symbols import ModuleSymbols
 
 
-PROJECT_TAGS = ("project_class", "project_function")
+PROJECT_TAGS = (Tag.PROJECT_CLASS, Tag.PROJECT_FUNCTION)
 """The ``Kind`` tags of an imported export (``name``: its absolute qualname)."""
 
 
@@ -135,7 +135,7 @@ class Project:
         if node is None:
             node = self.label_node(qual, export.label)
         return Kind(
-            "te_instance",
+            Tag.TE_INSTANCE,
             export.cls,
             node=node,
             index=export.index,
@@ -163,7 +163,7 @@ class Project:
         if export.kind == "factory":
             return UNKNOWN
         if attr == "forward":
-            return NOT_TE if export.forward else Kind("unbound", export.te_base)
+            return NOT_TE if export.forward else Kind(Tag.UNBOUND, export.te_base)
         return UNKNOWN
 
     def collect(self, resolver: Resolver, lines: list[str] | None = None) -> None:
@@ -193,7 +193,7 @@ class Project:
                 last = min(function.end_lineno or function.lineno, len(marks) - 1)
                 generator = None if marks[last] > marks[function.lineno - 1] else False
             kind = resolver.returns(function, None, None, generator)
-            if kind.tag == "te_instance":
+            if kind.tag is Tag.TE_INSTANCE:
                 label = kind.node.name if isinstance(kind.node, ast.ClassDef) else ""
                 self.exports[name] = _export("factory", kind, label)
         for name, choices in symbols.alias_choices.items():
