@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ast
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from lint_rules.analysis.nodes import constant_str, target_names
@@ -61,10 +61,12 @@ MODE_ATTRIBUTES = frozenset({"training"})
 """State that torch itself keeps every phase (``module.train()``/``eval()``)."""
 
 
-def condition_text(test: ast.expr, outcome: bool, flags: frozenset[str] = _NONE) -> str | None:
+def condition_text(
+    test: ast.expr, outcome: bool, flags: Callable[[], frozenset[str]] = lambda: _NONE
+) -> str | None:
     """The condition a branch adds, as the user wrote it (``not (...)`` on the else side); None
-    when it is per-step control flow (``per_step``). ``flags``: the function's locals that only
-    ever hold constants (``found = False`` ... ``found = True``)."""
+    when it is per-step control flow (``per_step``). ``flags()``: the function's locals that
+    only ever hold constants (``found = False`` ... ``found = True``)."""
     if per_step(test, flags):
         return None
     text = " ".join(ast.unparse(test).split())
@@ -73,7 +75,7 @@ def condition_text(test: ast.expr, outcome: bool, flags: frozenset[str] = _NONE)
     return text if outcome else f"not ({text})"
 
 
-def per_step(test: ast.expr, flags: frozenset[str] = _NONE) -> bool:
+def per_step(test: ast.expr, flags: Callable[[], frozenset[str]] = lambda: _NONE) -> bool:
     """Whether a test is control flow every step takes the same way in every run, not a
     condition on the run (its configuration, a switch): existence tests (``hasattr(m, ...)``,
     ``isinstance``, ``x is None`` on a local), counters (``n % k == 0``), modes
@@ -99,7 +101,7 @@ def per_step(test: ast.expr, flags: frozenset[str] = _NONE) -> bool:
     if isinstance(test, ast.Attribute):
         return test.attr in MODE_ATTRIBUTES or "first" in test.attr.lower()
     if isinstance(test, ast.Name):
-        return test.id in flags or "first" in test.id.lower()
+        return "first" in test.id.lower() or test.id in flags()
     return False
 
 
@@ -159,7 +161,8 @@ class _Collector:
         self.calls: list[CallFact] = []
         self.getters: list[tuple[str, str]] = []
         self.globals_: set[str] = set()
-        self.flags: dict[str, frozenset[str]] = {}
+        self.functions: dict[str, ast.AST] = {}
+        self._memo: dict[tuple[str, str], frozenset[str]] = {}
 
     def wanted(self, node: ast.stmt) -> bool:
         lines = self.lines
@@ -174,18 +177,17 @@ class _Collector:
         function: str,
         conditions: tuple[str, ...],
         params: frozenset[str],
-        declared: frozenset[str],
     ) -> None:
         for stmt in body:
             if self.wanted(stmt):
-                self.stmt(stmt, function, conditions, params, declared)
+                self.stmt(stmt, function, conditions, params)
             if isinstance(stmt, ast.If):  # `if not cfg.fp8: return`: what follows needs cfg
                 if stmt.body and _leaves(stmt.body[-1]):
-                    extra = condition_text(stmt.test, False, self.flags.get(function, _NONE))
+                    extra = condition_text(stmt.test, False, self._flags_of(function))
                     if extra:
                         conditions = (*conditions, extra)
                 elif stmt.orelse and _leaves(stmt.orelse[-1]):
-                    extra = condition_text(stmt.test, True, self.flags.get(function, _NONE))
+                    extra = condition_text(stmt.test, True, self._flags_of(function))
                     if extra:
                         conditions = (*conditions, extra)
 
@@ -195,56 +197,76 @@ class _Collector:
         function: str,
         conditions: tuple[str, ...],
         params: frozenset[str],
-        declared: frozenset[str],
     ) -> None:
         kind = type(stmt)
         if kind in (ast.FunctionDef, ast.AsyncFunctionDef):
             assert isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
             qual = f"{function}.{stmt.name}" if function else stmt.name
-            inner = frozenset(
-                n for s in ast.walk(stmt) if isinstance(s, ast.Global) for n in s.names
-            )
             if not function:
                 self._getter(stmt)
-            self.flags[qual] = constant_flags(stmt)
-            self.body(stmt.body, qual, (), _params(stmt), inner)
+            self.functions[qual] = stmt
+            self.body(stmt.body, qual, (), _params(stmt))
             return
         if kind is ast.ClassDef:
             assert isinstance(stmt, ast.ClassDef)
             qual = f"{function}.{stmt.name}" if function else stmt.name
-            self.body(stmt.body, qual, conditions, params, declared)
+            self.body(stmt.body, qual, conditions, params)
             return
         if isinstance(stmt, (ast.If, ast.While)):
             self._calls(stmt.test, function)
-            flags = self.flags.get(function, _NONE)
+            flags = self._flags_of(function)
             yes = condition_text(stmt.test, True, flags)
             no = condition_text(stmt.test, False, flags)
             body = (*conditions, yes) if yes else conditions
             orelse = (*conditions, no) if no else conditions
-            self.body(stmt.body, function, body, params, declared)
-            self.body(stmt.orelse, function, orelse, params, declared)
+            self.body(stmt.body, function, body, params)
+            self.body(stmt.orelse, function, orelse, params)
             return
         if isinstance(stmt, (ast.For, ast.AsyncFor)):
             self._calls(stmt.iter, function)
-            self.body(stmt.body, function, conditions, params, declared)
-            self.body(stmt.orelse, function, conditions, params, declared)
+            self.body(stmt.body, function, conditions, params)
+            self.body(stmt.orelse, function, conditions, params)
             return
         if isinstance(stmt, (ast.With, ast.AsyncWith)):
             for item in stmt.items:
                 self._calls(item.context_expr, function)
-            self.body(stmt.body, function, conditions, params, declared)
+            self.body(stmt.body, function, conditions, params)
             return
         if kind.__name__ in ("Try", "TryStar"):
             for handler in stmt.handlers:  # type: ignore[attr-defined]
-                self.body(handler.body, function, conditions, params, declared)
+                self.body(handler.body, function, conditions, params)
             for name in ("body", "orelse", "finalbody"):
-                self.body(getattr(stmt, name), function, conditions, params, declared)
+                self.body(getattr(stmt, name), function, conditions, params)
             return
         if kind.__name__ == "Match":
             for case in stmt.cases:  # type: ignore[attr-defined]
-                self.body(case.body, function, conditions, params, declared)
+                self.body(case.body, function, conditions, params)
             return
-        self._simple(stmt, function, conditions, params, declared)
+        self._simple(stmt, function, conditions, params)
+
+    def _lazy(self, what: str, function: str) -> frozenset[str]:
+        """A function's ``global`` names or constant flags, read only when a write or a test
+        asks (most functions a file's facts pass through are never asked)."""
+        key = (what, function)
+        found = self._memo.get(key)
+        if found is None:
+            node = self.functions.get(function)
+            if node is None:
+                found = _NONE
+            elif what == "globals":
+                found = frozenset(
+                    n for s in ast.walk(node) if isinstance(s, ast.Global) for n in s.names
+                )
+            else:
+                found = constant_flags(node)
+            self._memo[key] = found
+        return found
+
+    def _globals(self, function: str) -> frozenset[str]:
+        return self._lazy("globals", function)
+
+    def _flags_of(self, function: str) -> Callable[[], frozenset[str]]:
+        return lambda: self._lazy("flags", function)
 
     def _simple(
         self,
@@ -252,7 +274,6 @@ class _Collector:
         function: str,
         conditions: tuple[str, ...],
         params: frozenset[str],
-        declared: frozenset[str],
     ) -> None:
         targets: list[ast.expr] = []
         value: ast.expr | None = None
@@ -267,7 +288,9 @@ class _Collector:
                 key = None
                 if isinstance(node, ast.Attribute):
                     key = f"attr:{node.attr}"
-                elif isinstance(node, ast.Name) and (not function or node.id in declared):
+                elif isinstance(node, ast.Name) and (
+                    not function or node.id in self._globals(function)
+                ):
                     key = f"global:{node.id}"
                 if key is not None:
                     kind = write_value(value if len(targets) == 1 else None, params)
@@ -330,7 +353,7 @@ def collect(tree: ast.Module, lines: Sequence[int] | None = None) -> FileFacts:
     if lines is not None and not lines:
         return EMPTY
     collector = _Collector(lines)
-    collector.body(tree.body, "", (), frozenset(), frozenset())
+    collector.body(tree.body, "", (), frozenset())
     return FileFacts(tuple(collector.writes), tuple(collector.calls), tuple(collector.getters))
 
 
