@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lint_rules.runtime.reference_fp8 import MUTATION_ENV
+from lint_rules.runtime.mutations import MUTATION_ENV
 from lint_rules.runtime.resume import DETERMINISM_ENV, LegError
 
 STEPS = 4
