@@ -143,11 +143,18 @@ def compare(
     return summary
 
 
-def run_legs(primary: Backend, out: TextIO, summary: Summary, only: str | None) -> None:
+def _selected(only: Sequence[str] | None, name: str) -> bool:
+    """``-k``: no filter, or any of the texts is part of the name."""
+    return not only or any(text in name for text in only)
+
+
+def run_legs(
+    primary: Backend, out: TextIO, summary: Summary, only: Sequence[str] | None = None
+) -> None:
     """The three-leg resume check for every leg configuration (separate processes)."""
     from lint_rules.runtime.gpu_legs import run_leg_matrix
 
-    configs = [c for c in leg_configs() if not only or only in f"{c.name} three-leg"]
+    configs = [c for c in leg_configs() if _selected(only, f"{c.name} three-leg")]
     if not configs:
         return
     fp8_reason = primary.fp8_unavailable("current")
@@ -231,7 +238,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--report", metavar="FILE", help="write a report (.json: JSON, else Markdown)"
     )
     parser.add_argument("--no-legs", action="store_true", help="skip the three-leg resume check")
-    parser.add_argument("-k", "--only", help="run only checks whose name contains this text")
+    parser.add_argument(
+        "-k",
+        "--only",
+        action="append",
+        help="run only checks whose name contains this text (repeatable: any of them)",
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="print the numbers too")
     args = parser.parse_args(argv)
     if args.list:
@@ -252,9 +264,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         primary, control = Backend("reference", "cpu"), None
         torch.set_num_threads(1)  # as the legs: small CPU GEMMs gain nothing from threads
-    selected = [
-        c for c in checks() if not args.only or args.only in f"{c.scenario} {c.module} {c.config}"
-    ]
+    selected = [c for c in checks() if _selected(args.only, f"{c.scenario} {c.module} {c.config}")]
     summary = compare(selected, primary, control, verbose=args.verbose)
     if not args.no_legs:
         run_legs(primary, sys.stdout, summary, args.only)

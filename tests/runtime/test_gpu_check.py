@@ -194,6 +194,12 @@ def test_fp8_gate_is_tes_own_per_recipe(monkeypatch: pytest.MonkeyPatch) -> None
         return False, "CUDA version 12.1 or higher required for FP8 execution"
 
     fake_te(monkeypatch, is_fp8_available=is_fp8_available)
+    recipes = types.ModuleType("transformer_engine.common.recipe")
+    recipes.DelayedScaling = recipes.Float8CurrentScaling = object  # type: ignore[attr-defined]
+    common = types.ModuleType("transformer_engine.common")
+    common.recipe = recipes  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "transformer_engine.common", common)
+    monkeypatch.setitem(sys.modules, "transformer_engine.common.recipe", recipes)
     te = Backend("te", "cuda")
     for recipe in RECIPES:
         reason = te.fp8_unavailable(recipe)
@@ -203,6 +209,11 @@ def test_fp8_gate_is_tes_own_per_recipe(monkeypatch: pytest.MonkeyPatch) -> None
     assert seen == [True, True]
     fake_te(monkeypatch, is_fp8_available=lambda return_reason=False: (True, ""))
     assert te.fp8_unavailable("current") is None
+    del recipes.Float8CurrentScaling  # an older TE
+    assert (
+        te.fp8_unavailable("current")
+        == "this transformer_engine has no Float8CurrentScaling recipe"
+    )
     assert Backend("reference", "cuda").fp8_unavailable() is None
 
 

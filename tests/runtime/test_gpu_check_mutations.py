@@ -2,8 +2,8 @@
 
 The errors (``lint_rules.runtime.mutations``) are set through the test-only environment
 variable the reference and the three-leg harness read, so they also reach the leg processes.
-Quick tier: the subset of the command that each error concerns, and the same subset without
-the error exiting 0 (so the failure is the error's doing). ``slow``: the whole command.
+Quick tier: the subset of the command that each error concerns, and one clean run of all the
+subsets exiting 0 (so each failure is the error's doing). ``slow``: the whole command.
 """
 
 from __future__ import annotations
@@ -44,10 +44,16 @@ def test_every_planted_error_has_a_subset() -> None:
     assert set(SUBSET) == set(MUTATIONS)
 
 
+def test_the_subsets_pass_without_a_planted_error() -> None:
+    """One clean run of every subset together: each failure below is the error's doing."""
+    args = [arg for subset in SUBSET.values() for arg in subset if arg != "--no-legs"]
+    clean = gpu_check(args, None)
+    assert clean.returncode == 0, clean.stdout + clean.stderr
+    assert "legs shared-layer unguarded" in clean.stdout
+
+
 @pytest.mark.parametrize("planted", sorted(MUTATIONS))
 def test_planted_error_fails_its_subset_of_the_command(planted: str) -> None:
-    clean = gpu_check(SUBSET[planted], None)
-    assert clean.returncode == 0, clean.stdout + clean.stderr
     broken = gpu_check(SUBSET[planted], planted)
     assert broken.returncode == 1, broken.stdout + broken.stderr
     assert "unexpected" in broken.stdout or "error" in broken.stdout
