@@ -131,7 +131,7 @@ class Analysis:
                 self._prepare()
             project.collect(self.resolver, self.lines() if self.source is not None else None)
             lines = state_lines(self.source) if self.source is not None else None
-            project.facts = collect(self.tree, lines)
+            project.facts = collect(self.tree, lines, self.source)
             project.keys = tuple(sorted(self.lifecycle.keys))
 
     def close(self) -> None:

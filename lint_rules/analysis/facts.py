@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from lint_rules.analysis.nodes import constant_str, target_names
+from lint_rules.analysis.prefilter import may_declare_global
 
 
 class Write(NamedTuple):
@@ -161,6 +162,7 @@ class _Collector:
         self.calls: list[CallFact] = []
         self.getters: list[tuple[str, str]] = []
         self.globals_: set[str] = set()
+        self.no_globals = False
         self.functions: dict[str, ast.AST] = {}
         self._memo: dict[tuple[str, str], frozenset[str]] = {}
 
@@ -263,7 +265,7 @@ class _Collector:
         return found
 
     def _globals(self, function: str) -> frozenset[str]:
-        return self._lazy("globals", function)
+        return _NONE if self.no_globals else self._lazy("globals", function)
 
     def _flags_of(self, function: str) -> Callable[[], frozenset[str]]:
         return lambda: self._lazy("flags", function)
@@ -348,11 +350,15 @@ def _targets(target: ast.expr) -> list[ast.expr]:
     return [target] if isinstance(target, ast.Attribute) else []
 
 
-def collect(tree: ast.Module, lines: Sequence[int] | None = None) -> FileFacts:
-    """The facts of one module (``lines``: only statements on these lines, ascending)."""
+def collect(
+    tree: ast.Module, lines: Sequence[int] | None = None, source: str | None = None
+) -> FileFacts:
+    """The facts of one module (``lines``: only statements on these lines, ascending;
+    ``source``: its text, which tells that no function declares a ``global``)."""
     if lines is not None and not lines:
         return EMPTY
     collector = _Collector(lines)
+    collector.no_globals = source is not None and not may_declare_global(source)
     collector.body(tree.body, "", (), frozenset())
     return FileFacts(tuple(collector.writes), tuple(collector.calls), tuple(collector.getters))
 

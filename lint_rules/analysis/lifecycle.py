@@ -126,7 +126,7 @@ class Lifecycle:
                 if self._split is None:
                     self._split = ast_lines(self._source)
                 lines = [n for n, line in enumerate(self._split, start=1) if word in line]
-            found = self._own[word] = collect(self.tree, lines)
+            found = self._own[word] = collect(self.tree, lines, self._source)
         return found
 
     # -- sources -------------------------------------------------------------------------

@@ -110,6 +110,11 @@ one of these (any case): ``self.is_first_microbatch = True``, ``set_is_first_mic
 every statement of the file."""
 
 
+def may_declare_global(text: str) -> bool:
+    """Whether a function of the file may declare a ``global`` (it spells the word)."""
+    return not GATES or "global" in text
+
+
 def state_lines(text: str) -> list[int] | None:
     """The lines (1-based, ascending) whose statements a run shares as lifecycle facts;
     None with the gates off (every statement)."""
