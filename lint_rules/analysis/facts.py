@@ -14,7 +14,7 @@ from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
-from lint_rules.analysis.nodes import constant_str, target_names
+from lint_rules.analysis.nodes import constant_str, statements, target_names
 from lint_rules.analysis.prefilter import may_declare_global
 
 
@@ -109,7 +109,7 @@ def per_step(test: ast.expr, flags: Callable[[], frozenset[str]] = lambda: _NONE
 def constant_flags(function: ast.AST) -> frozenset[str]:
     """The locals of ``function`` that every assignment gives a constant."""
     values: dict[str, bool] = {}
-    for node in ast.walk(function):
+    for node in statements(getattr(function, "body", ())):
         if isinstance(node, ast.Assign):
             constant = isinstance(node.value, ast.Constant)
             for target in node.targets:
@@ -257,7 +257,10 @@ class _Collector:
                 found = _NONE
             elif what == "globals":
                 found = frozenset(
-                    n for s in ast.walk(node) if isinstance(s, ast.Global) for n in s.names
+                    n
+                    for s in statements(getattr(node, "body", ()))
+                    if isinstance(s, ast.Global)
+                    for n in s.names
                 )
             else:
                 found = constant_flags(node)
@@ -330,7 +333,7 @@ class _Collector:
 
     def _getter(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         """``def get_flag(): return _FLAG`` (a module global) is a getter of ``_FLAG``."""
-        returns = [s for s in ast.walk(node) if isinstance(s, ast.Return)]
+        returns = [s for s in statements(node.body) if isinstance(s, ast.Return)]
         if len(returns) == 1 and isinstance(returns[0].value, ast.Name):
             name = returns[0].value.id
             if name not in _params(node):

@@ -121,13 +121,28 @@ def state_lines(text: str) -> list[int] | None:
     if not GATES:
         return None
     lowered = text.lower()
-    found: set[int] = set()
+    if "\r" in lowered:  # lines as ``ast`` numbers them (a lone CR ends one too)
+        from lint_rules.findings import split_lines
+
+        return [
+            n
+            for n, line in enumerate(split_lines(lowered), start=1)
+            if any(word in line for word in STATE_WORDS)
+        ]
+    hits: list[int] = []
     for word in STATE_WORDS:
         at = lowered.find(word)
         while at >= 0:
-            found.add(lowered.count("\n", 0, at) + 1)
+            hits.append(at)
             at = lowered.find(word, at + 1)
-    return sorted(found)
+    numbers: list[int] = []
+    line, counted = 1, 0
+    for at in sorted(hits):  # line numbers counted once through the text, not per hit
+        line += lowered.count("\n", counted, at)
+        counted = at
+        if not numbers or numbers[-1] != line:
+            numbers.append(line)
+    return numbers
 
 
 def mentions_state(text: str) -> bool:
