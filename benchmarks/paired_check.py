@@ -6,7 +6,8 @@
 Each pair runs ``python -m lint_rules.cli check --no-cache -j 1 --exit-zero`` once with this
 checkout and once with ``--against`` (alternating which goes first), in separate processes, and
 takes the CPU time (user + sys) of each process (``getrusage`` of the children). It prints the
-median of each side, the median of the per-pair ratios, the one-minute load average before and
+median of each side (after one untimed run per side, so that both run from bytecode, as an
+installed package does), the median of the per-pair ratios, the one-minute load average before and
 after, and the number of findings each side printed. Trees are those of ``core_throughput``
 (``megatron-core``, ``megatron-core+flag``: every file parsed, ``transformer-engine``...).
 Standard library only.
@@ -34,6 +35,7 @@ def run(checkout: Path, root: Path, paths: list[str]) -> tuple[float, float, int
     import time
 
     env = dict(os.environ, PYTHONPATH=str(checkout))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # compiled once, as an installed package is
     command = [sys.executable, "-m", "lint_rules.cli", "check", "--no-cache", "-j", "1"]
     command += ["--exit-zero", "--isolated", "--output-format", "json", *paths]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -57,6 +59,8 @@ def main(argv: list[str] | None = None) -> int:
     ours: list[float] = []
     theirs: list[float] = []
     found = set()
+    for checkout in (REPO_ROOT, args.against):  # untimed: writes each side's bytecode
+        run(checkout, root, paths)
     for pair in range(args.pairs):
         order = [(REPO_ROOT, ours), (args.against, theirs)]
         if pair % 2:
