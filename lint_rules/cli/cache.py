@@ -83,19 +83,28 @@ class ResultCache:
             if error is not None:
                 return Outcome(path, error=error[0], error_line=error[1], error_column=error[2])
             found = tuple(_row(path, row) for row in rows)
-            project = {
-                "used": str(used),
-                "names": tuple(map(str, names)),
-                "exports": tuple((str(row[0]), Export(*row[1:])) for row in exports),
-                "package": None if package is None else str(package),
-                "indexed": indexed is True,
-            }
+            crossfile = (
+                str(used),
+                tuple(map(str, names)),
+                tuple((str(row[0]), Export(*row[1:])) for row in exports),
+                None if package is None else str(package),
+                indexed is True,
+            )
         except (TypeError, IndexError):
             return None
         if self.now - when > 86400:
             entry[0] = self.now
             self.dirty = True
-        return Outcome(path, findings=found, **project)
+        used_digest, looked_up, exported, in_package, was_indexed = crossfile
+        return Outcome(
+            path,
+            findings=found,
+            used=used_digest,
+            names=looked_up,
+            exports=exported,
+            package=in_package,
+            indexed=was_indexed,
+        )
 
     def put(self, outcome: Outcome) -> None:
         if not (outcome.cacheable and outcome.digest):

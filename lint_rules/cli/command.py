@@ -422,7 +422,7 @@ def run_explain(args: argparse.Namespace) -> int:
     if not any(os.path.samefile(found, path) for found in discovery.files):
         discovery.files.append(path)  # excluded there: explain it anyway, with the others
     job = Job(disable_noqa=args.disable_noqa, mode="check")
-    findings = []
+    findings: list[Any] = []
     for outcome in _outcomes(args, config, check_file, job, discovery.files):
         settings = config.settings_of(outcome.path)
         findings.extend(f for f in outcome.findings if settings.reports(f.code))

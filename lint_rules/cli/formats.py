@@ -235,12 +235,12 @@ def format_github(findings: Sequence[Reported], problems: Sequence[Problem] = ()
         )
         out.append(f"::warning {props}::{_escape_github(f.message)}\n")
     for problem in problems:
-        props = [where(problem.path)]
+        parts = [where(problem.path)]
         if problem.line:
-            props.append(f"line={problem.line}")
+            parts.append(f"line={problem.line}")
         if problem.column:
-            props.append(f"col={problem.column}")
-        out.append(f"::error {','.join(props)}::{_escape_github(problem.reason)}\n")
+            parts.append(f"col={problem.column}")
+        out.append(f"::error {','.join(parts)}::{_escape_github(problem.reason)}\n")
     return "".join(out)
 
 

@@ -334,14 +334,19 @@ def fix_file(
         return Outcome(path, error=f"not fixed: {error}")
     notes = tuple(result.notes)
     new_text = result.text if job.mode == "stdout" else None
-    left = {
-        "remaining": tuple(sorted(f.code for f in result.remaining)),
-        "unsafe": len(result.unsafe),
-        "added_imports": tuple(result.added_imports),
-    }
+    remaining = tuple(sorted(f.code for f in result.remaining))
+    unsafe = len(result.unsafe)
+    added = tuple(result.added_imports)
     if not result.changed or result.text == source.text:
-        return Outcome(path, notes=notes, new_text=new_text, **left)  # type: ignore[arg-type]
-    left["remaining"] = _left_after(result.text, settings, job, project)
+        return Outcome(
+            path,
+            notes=notes,
+            new_text=new_text,
+            remaining=remaining,
+            unsafe=unsafe,
+            added_imports=added,
+        )
+    remaining = _left_after(result.text, settings, job, project)
     diff = unified_diff(source.text, result.text, path) if job.mode == "diff" else ""
     fixed = len(result.applied)
     if job.mode == "write":
@@ -350,8 +355,16 @@ def fix_file(
             if job.name_writes:
                 print(f"fixed {path} ({fixed_count(fixed)})", file=sys.stderr, flush=True)
     return Outcome(
-        path, changed=True, fixed=fixed, notes=notes, diff=diff, new_text=new_text, **left
-    )  # type: ignore[arg-type]
+        path,
+        changed=True,
+        fixed=fixed,
+        notes=notes,
+        diff=diff,
+        new_text=new_text,
+        remaining=remaining,
+        unsafe=unsafe,
+        added_imports=added,
+    )
 
 
 def fixed_count(number: int) -> str:
