@@ -22,3 +22,11 @@ def te_lint_command() -> str:
 def cli() -> list[str]:
     """The command as an argv prefix."""
     return [te_lint_command()]
+
+
+def default_sigint() -> None:
+    """``preexec_fn`` for a child that must get Ctrl-C: a shell's background job (and so a test
+    run started with ``&``) starts with SIGINT ignored, which children inherit."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
