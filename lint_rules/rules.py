@@ -150,9 +150,9 @@ class Block(torch.nn.Module):
 
 **Unresolved callees.** A callee the analysis cannot resolve (the message says `unresolved`)
 may not be TE at all: a CUDA-graphed callable, for one, needs a bool, and `None` breaks
-it. So the message says "if it is TE", and the fix is unsafe. If it is not TE, or is tracked, silence
-it: `unresolved = "ignore"` (every unresolved callee), `# noqa: TEM001` on the line, or list the
-function that computes the flag in `tracked-functions`.
+it. So the message says "if it is TE", and the fix is unsafe. If it is not TE, or is tracked,
+silence it: `unresolved = "ignore"` (every unresolved callee), `# noqa: TEM001` on the line,
+or list the function that computes the flag in `tracked-functions`.
 
 **Fix.** {_FIX}""",
         ),
