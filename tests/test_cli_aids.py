@@ -169,3 +169,22 @@ def test_no_color_env_is_respected_in_process(tree: Path, capsys, monkeypatch) -
     monkeypatch.setenv("NO_COLOR", "1")
     assert main(["check", "pkg"]) == 1
     assert "\x1b[" not in capsys.readouterr().out
+
+
+def test_the_hint_counts_what_fix_applies(tmp_path: Path, monkeypatch, capsys) -> None:
+    """A fix that a `# noqa` on a line it spans would stop is not counted as fixable: the hint,
+    JSON's ``fixable`` and ``fix``'s "N fixed" agree."""
+    import json
+
+    catalogue = Path(__file__).resolve().parent.parent / "fixtures" / "catalogue"
+    shutil.copy(catalogue / "flake8_noqa_spanned_line.py", tmp_path / "case.py")
+    monkeypatch.chdir(tmp_path)
+    assert main(["check", "--isolated", "--no-cache", "case.py"]) == 1
+    hint = capsys.readouterr().err.strip().splitlines()[-1]
+    assert main(["check", "--isolated", "--no-cache", "--format", "json", "case.py"]) == 1
+    rows = json.loads(capsys.readouterr().out)
+    main(["fix", "--isolated", "case.py"])
+    summary = capsys.readouterr().err.strip().splitlines()[-1]
+    fixed = int(summary.split(" fixed")[0])
+    assert hint.startswith(f"[*] {fixed} fixable")
+    assert sum(row["fixable"] for row in rows) == fixed
