@@ -38,6 +38,7 @@ _FLAGS: tuple[tuple[str, str | None, str], ...] = (
         "extra tracking-guard functions, comma separated (added to the defaults)",
     ),
     ("tracked-functions", "NAMES", "functions whose result is a tracked flag, comma separated"),
+    ("import-helpers", "NAMES", "optional-import helpers, comma separated (replace the default)"),
     ("unresolved", None, "report (default) or ignore calls whose callee cannot be resolved"),
     (
         "fix-strategy",

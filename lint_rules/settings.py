@@ -91,6 +91,10 @@ def _strings(key: str, value: object) -> tuple[str, ...]:
     raise SettingsError(f"{key} must be a list of strings, not {value!r}")
 
 
+DEFAULT_IMPORT_HELPERS: tuple[str, ...] = ("safe_import_from", "safe_import")
+"""NeMo's optional-import helpers (``nemo.utils.import_utils``), matched by their last name."""
+
+
 def _names(key: str, value: object) -> tuple[str, ...]:
     names = _strings(key, value)
     for name in names:
@@ -211,6 +215,16 @@ OPTIONS: tuple[Option, ...] = (
         aliases=("--te-tracked-functions",),
     ),
     Option(
+        "import-helpers",
+        _names,
+        DEFAULT_IMPORT_HELPERS,
+        "Optional-import helpers whose string arguments name a module and a symbol "
+        '(`X, HAVE_TE = safe_import_from("transformer_engine.pytorch", "X")`): the first name '
+        "bound is that import. Replaces the default.",
+        '["safe_import_from", "safe_import", "my_project.utils.try_import"]',
+        flake8=True,
+    ),
+    Option(
         "unresolved",
         _choice(UNRESOLVED_CHOICES),
         "report",
@@ -308,6 +322,7 @@ class Settings:
 
     guard_functions: tuple[str, ...] = DEFAULT_GUARD_FUNCTIONS
     tracked_functions: tuple[str, ...] = ()
+    import_helpers: tuple[str, ...] = DEFAULT_IMPORT_HELPERS
     unresolved: str = "report"
     fix_strategy: str = "none"
     guard_import: str = DEFAULT_GUARD_IMPORT

@@ -6,6 +6,7 @@ import os
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -30,3 +31,17 @@ def default_sigint() -> None:
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def without_notes(done: Any) -> Any:
+    """``done`` (a finished ``check``) with the evidence's ``  note:`` lines taken out of its
+    stdout: what is left is one flake8 line per finding (the notes: test_evidence_faces.py)."""
+    import re
+
+    plain = re.compile(r"\x1b\[[0-9;]*m")
+    done.stdout = "".join(
+        line
+        for line in done.stdout.splitlines(keepends=True)
+        if not plain.sub("", line).startswith("  note: ")
+    )
+    return done

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import cli
+from helpers import cli, without_notes
 
 from lint_rules.settings import OPTIONS, ConfigResolver, Settings, SettingsError, load_settings
 
@@ -47,7 +47,7 @@ def run(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.
 
 
 def te_lint(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return run(*cli(), *args, cwd=cwd)
+    return without_notes(run(*cli(), *args, cwd=cwd))  # one line per finding
 
 
 def flake8(*args: str, cwd: Path) -> subprocess.CompletedProcess:
@@ -92,6 +92,8 @@ BAD_PYPROJECT = [
     # (flake8's config and the command line are text, and split lists on commas)
     ('guard-functions = "a, b"', "guard-functions"),
     ('tracked-functions = "my.flag"', "tracked-functions"),
+    ('import-helpers = "safe_import"', "import-helpers"),
+    ('import-helpers = ["not a name"]', "import-helpers"),
     ('exclude = "build"', "exclude"),
     ('select = "TEM001"', "select"),
     ('unsafe-fixes = "true"', "unsafe-fixes"),
@@ -170,6 +172,39 @@ def test_flake8_config_splits_lists_on_commas(tmp_path: Path) -> None:
     write(tmp_path / "model.py", TE_FILE)
     done = flake8("--select", "TEM", "model.py", cwd=tmp_path)
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+
+
+HELPER_FILE = """\
+from my_project.imports import try_import
+
+Linear, HAVE_TE = try_import("transformer_engine.pytorch", "Linear")
+
+
+def forward(x):
+    return Linear(4, 4)(x, is_first_microbatch=True)
+"""
+"""Line 7: a TE Linear only when ``try_import`` is a configured import helper."""
+
+
+def test_import_helpers_reach_every_face(tmp_path: Path) -> None:
+    """``import-helpers`` from pyproject, the CLI flag and flake8's option: each makes the
+    helper's string arguments an import of TE, so the call is a TE ``Linear`` (not unresolved)."""
+    write(tmp_path / "model.py", HELPER_FILE)
+    plain = te_lint("check", "--isolated", "model.py", cwd=tmp_path)
+    assert "unresolved `Linear(4, 4)`" in plain.stdout, plain.stdout
+    flag = te_lint(
+        "check", "--isolated", "--import-helpers", "try_import", "model.py", cwd=tmp_path
+    )
+    assert "TE Linear `Linear(4, 4)`" in flag.stdout, flag.stdout
+    write(
+        tmp_path / "pyproject.toml", '[tool.te-microbatch-lint]\nimport-helpers = ["try_import"]\n'
+    )
+    config = te_lint("check", "model.py", cwd=tmp_path)
+    assert "TE Linear `Linear(4, 4)`" in config.stdout, config.stdout
+    done = flake8(
+        "--isolated", "--select", "TEM", "--te-import-helpers=try_import", "model.py", cwd=tmp_path
+    )
+    assert "TE Linear `Linear(4, 4)`" in done.stdout, done.stdout
 
 
 def test_libcst_runner_bad_value(tmp_path: Path) -> None:

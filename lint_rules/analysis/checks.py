@@ -10,6 +10,8 @@ import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from lint_rules.analysis import prefilter
+from lint_rules.analysis.lifecycle import Verdict
 from lint_rules.analysis.resolve import Callee, TEModule, TERejects, Unresolved
 from lint_rules.analysis.symbols import (
     Branch,
@@ -156,7 +158,7 @@ def may_be_module(a: Analysis, func: ast.expr) -> bool:
     can only when ``name`` is ``forward``, a wrapper's name, or a name an in-file class holds
     a value under (``te.Linear(...)``, ``torch.cat(...)``, ``h.masked_fill(...)`` cannot).
     Only for a call that could pass the flag positionally, where no other rule applies."""
-    if type(func) is not ast.Attribute:
+    if type(func) is not ast.Attribute or not prefilter.GATES:
         return True
     name = func.attr  # type: ignore[attr-defined]
     if name == "forward" or name in _FORWARDER_NAMES:
@@ -169,19 +171,29 @@ def tem001_keyword(a: Analysis, site: FlagCall) -> None:
     """TEM001: ``is_first_microbatch=<value>`` to a TE module, value neither None nor tracked."""
     assert site.keyword is not None
     value = site.keyword.value
+    a.forwarders.note(value, site.scope, site.target, site.call.lineno)
     if site.guarded or a.tracker.is_tracked(value, site.scope, loops=site.ctx.loops):
         return
-    fix = a.fixes.value_fix(value, site.scope, site.repeated, site.callee)
-    a.report("TEM001", site.keyword, site.target, fix)
+    judgement = a.lifecycle.judge(value, site.scope, site.ctx)
+    if judgement.verdict is Verdict.MAINTAINED:
+        return
+    fix = a.fixes.value_fix(value, site.scope, site.repeated, site.callee, judgement=judgement)
+    a.report("TEM001", site.keyword, site.target, fix, judgement)
 
 
 def tem002_positional(a: Analysis, site: FlagCall) -> None:
     """TEM002: the flag passed positionally to a TE module of known class, not tracked."""
     assert site.index is not None and site.value is not None
+    a.forwarders.note(site.value, site.scope, site.target, site.call.lineno)
     if site.guarded or a.tracker.is_tracked(site.value, site.scope, loops=site.ctx.loops):
         return
-    fix = a.fixes.positional_fix(site.call, site.index, site.scope, site.repeated, site.callee)
-    a.report("TEM002", site.value, site.target, fix)
+    judgement = a.lifecycle.judge(site.value, site.scope, site.ctx)
+    if judgement.verdict is Verdict.MAINTAINED:
+        return
+    fix = a.fixes.positional_fix(
+        site.call, site.index, site.scope, site.repeated, site.callee, judgement=judgement
+    )
+    a.report("TEM002", site.value, site.target, fix, judgement)
 
 
 def tem003_mapping(a: Analysis, site: FlagCall, mapping: ast.expr) -> None:
@@ -228,9 +240,12 @@ def tem003_mapping(a: Analysis, site: FlagCall, mapping: ast.expr) -> None:
             or a.tracker.is_tracked(value, where, loops=site.ctx.loops if where is scope else ())
         ):
             continue
+        judgement = a.lifecycle.judge(value, where, site.ctx)
+        if judgement.verdict is Verdict.MAINTAINED:
+            continue
         a.reported_keys.add(id(node))
-        fix = a.fixes.mapping_fix(value, where, site.callee, mapping)
-        a.report("TEM003", node, site.target, fix, mapping=mapping_name)
+        fix = a.fixes.mapping_fix(value, where, site.callee, mapping, judgement=judgement)
+        a.report("TEM003", node, site.target, fix, judgement, mapping=mapping_name)
 
 
 def tem004_rejected(
@@ -300,6 +315,7 @@ def tem005_called_twice(a: Analysis) -> None:
                 if call is not this
                 and not exclusive(path, site.exclusive_path)
                 and (id(call) in flag_lines or runs_after(call, this))
+                and a.gradients.pair_loses(this, call, site.call.ctx)
             ]
             if not others:
                 continue
@@ -315,7 +331,7 @@ def _may_repeat(a: Analysis, sites: list[CallSite]) -> bool:
     """Whether a module of these sites may be called twice in their function, from its text:
     a site's callee named once in the function's lines (and by no other site) is called
     once. Only for ASCII text (an identifier's spelling is then what ``ast`` says)."""
-    if a.source is None or not a.source.isascii():
+    if a.source is None or not a.source.isascii() or not prefilter.GATES:
         return True
     names: dict[str, int] = {}
     for site in sites:
@@ -374,7 +390,7 @@ def repeat_reason(a: Analysis, call: ast.Call, ctx: Context) -> str | None:
         bound, runs_backward = a.loop_facts(loop)
         if used & bound:
             return None
-        if runs_backward:
+        if runs_backward or not a.gradients.loop_loses(call, ctx, loop):
             return None
         kind = (
             "comprehension"

@@ -8,9 +8,13 @@ import unicodedata
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 
-from lint_rules.analysis import checks
+from lint_rules.analysis import checks, prefilter
+from lint_rules.analysis.facts import collect
 from lint_rules.analysis.fixes import FixBuilder, NoFixes
-from lint_rules.analysis.prefilter import te_file
+from lint_rules.analysis.forwarders import Forwarders
+from lint_rules.analysis.gradient import Gradients
+from lint_rules.analysis.lifecycle import Judgement, Lifecycle
+from lint_rules.analysis.prefilter import state_lines, te_file
 from lint_rules.analysis.project import Project
 from lint_rules.analysis.resolve import Resolver
 from lint_rules.analysis.symbols import ModuleSymbols, Scope
@@ -23,7 +27,7 @@ from lint_rules.analysis.walk import (
     loop_bound_names,
     loop_runs_backward,
 )
-from lint_rules.findings import Finding, Fix, ast_lines
+from lint_rules.findings import Evidence, Finding, Fix, ast_lines
 from lint_rules.rules import format_message
 from lint_rules.settings import Settings
 from lint_rules.te import TE_ROOT
@@ -64,7 +68,7 @@ class Analysis:
         if project is not None and not self.mentions_te:
             # It may import a TE subclass or factory of another file of the run (``project``):
             # then a positional flag is looked for as in a file that imports TE.
-            self._symbols = ModuleSymbols(tree, source)
+            self._symbols = ModuleSymbols(tree, source, settings.import_helpers)
             self.mentions_te = project.start(self._symbols)
         self._fixes = fixes
         self._pending = True
@@ -78,11 +82,16 @@ class Analysis:
     def _prepare(self) -> None:
         """What the rules ask: the file's symbols, resolution, tracking and fix building."""
         self._pending = False
-        self.symbols = self._symbols or ModuleSymbols(self.tree, self.source)
+        helpers = self.settings.import_helpers
+        self.symbols = self._symbols or ModuleSymbols(self.tree, self.source, helpers)
         self.resolver = Resolver(self.symbols, self.project)
         settings = self.settings
         guards = tuple(dict.fromkeys((*settings.guard_functions, settings.guard_import)))
+        self.gradients = Gradients(self.resolver, self.tree)
         self.tracker = Tracker(self.symbols, guards, settings.tracked_functions)
+        run = self.project.lifecycle if self.project is not None else None
+        self.lifecycle = Lifecycle(self.tree, run)
+        self.forwarders = Forwarders()
         self.fixes: FixBuilder | NoFixes = (
             FixBuilder(
                 self.symbols, settings, self.source, self.resolver.classes, self.tree, self._lines
@@ -93,25 +102,34 @@ class Analysis:
 
     def run(self) -> list[Finding]:
         marks = None
-        if self.source is not None:
+        if self.source is not None and prefilter.GATES:
             te = self.mentions_te
             marks = _merged(interesting_lines(t, ls or self.lines, te) for t, ls in self._texts)
             if not marks:
                 return self.findings  # no line can hold a call a rule looks at
-        positional = 2 if self.mentions_te else 1 << 30
+        positional: int | None = 2 if self.mentions_te else 1 << 30
+        if not prefilter.GATES:
+            positional = None if self.mentions_te else positional
         walker = Walker(self._on_call, marks, positional)
         walker.walk_body(self.tree.body, MODULE_CONTEXT)
+        if not self._pending:
+            self.forwarders.finish(self)
         checks.tem005_called_twice(self)
         self._share_fixes()
         self.findings.sort(key=lambda f: f.sort_key)
         return self.findings
 
     def export(self) -> None:
-        """Tell the run (``project``) what this file exports, once its findings are known."""
-        if self.project is not None:
+        """Tell the run (``project``) what this file exports, once its findings are known:
+        its TE subclasses and factories, and the lifecycle facts it shares (``facts``)."""
+        project = self.project
+        if project is not None:
             if self._pending:
                 self._prepare()
-            self.project.collect(self.resolver, self.lines() if self.source is not None else None)
+            project.collect(self.resolver, self.lines() if self.source is not None else None)
+            lines = state_lines(self.source) if self.source is not None else None
+            project.facts = collect(self.tree, lines)
+            project.keys = tuple(sorted(self.lifecycle.keys))
 
     def close(self) -> None:
         """Break the resolver's one reference cycle (it and its ``Classes`` know each other),
@@ -150,7 +168,16 @@ class Analysis:
             facts = self._loops[id(loop)] = (loop_bound_names(loop), loop_runs_backward(loop))
         return facts
 
-    def report(self, code: str, node: ast.AST, target: str, fix: Fix | None, **extra: str) -> None:
+    def report(
+        self,
+        code: str,
+        node: ast.AST,
+        target: str,
+        fix: Fix | None,
+        judgement: Judgement | None = None,
+        evidence: tuple[Evidence, ...] = (),
+        **extra: str,
+    ) -> None:
         guards = self.tracker.guards
         guard = guards[0] if guards else "is_first_microbatch_tracked"
         message = format_message(
@@ -169,6 +196,10 @@ class Analysis:
                 node.end_lineno or node.lineno,  # type: ignore[attr-defined]
                 node.end_col_offset if node.end_col_offset is not None else node.col_offset,  # type: ignore[attr-defined]
                 fix,
+                verdict=judgement.verdict.value
+                if judgement is not None
+                else extra.get("verdict", ""),
+                evidence=judgement.evidence if judgement is not None else evidence,
             )
         )
 

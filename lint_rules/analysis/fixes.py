@@ -15,7 +15,8 @@ from dataclasses import replace
 
 from lint_rules.analysis.classes import Classes
 from lint_rules.analysis.kinds import Kind
-from lint_rules.analysis.resolve import Callee, TEModule
+from lint_rules.analysis.lifecycle import Judgement
+from lint_rules.analysis.resolve import Callee, TEModule, Unresolved
 from lint_rules.analysis.symbols import ModuleSymbols, Scope, span
 from lint_rules.findings import Edit, Fix, Position, ast_lines
 from lint_rules.settings import Settings
@@ -132,15 +133,19 @@ class FixBuilder:
         repeated: str | None,
         callee: Callee,
         prefix: str = "",
+        judgement: Judgement | None = None,
     ) -> Fix | None:
         """Rewrite ``value`` to None or guarded; ``prefix`` (``is_first_microbatch=``) turns a
-        positional argument into the keyword form.
+        positional argument into the keyword form. ``judgement``: the value's lifecycle verdict
+        (a flag kept under FP8 only gets a note: ``None`` gives up the weight cache there).
 
         The value's own parentheses on its line (``=(i == 0)``) go with it: ``None``, not
         ``(None)``; the guard goes inside them instead of adding a second pair.
         """
         if isinstance(value, ast.NamedExpr):
             return None  # `(f := x)`: any rewrite would change what `f` is bound to
+        if isinstance(callee, Unresolved) and callee.graphed:
+            return None  # a graphed callable needs a bool: `None` would break the call
         start, end = span(value)
         own = self._paren_span(value)
         outer_start, outer_end = own if isinstance(own, tuple) else (start, end)
@@ -150,12 +155,24 @@ class FixBuilder:
             and not _is_parameter(value, scope)
         )
         applicability = "safe" if safe else "unsafe"
-        none = Fix((Edit(outer_start, outer_end, f"{prefix}None"),), applicability=applicability)
+        note = None
+        if judgement is not None and judgement.condition:
+            note = (
+                f"None gives up FP8 weight caching where `{judgement.condition}` re-arms the "
+                "flag; `--fix-strategy guard` keeps it"
+            )
+        folded = self._fold_local(value, scope)
+        none = Fix(
+            (Edit(outer_start, outer_end, f"{prefix}None"), *folded),
+            applicability=applicability,
+            note=note,
+        )
         if repeated or self.settings.fix_strategy == "none":
             return none
         guard = self._guard_expression(scope)
         if isinstance(guard, str):
             return replace(none, note=f"guard strategy fell back to None: {guard}")
+        none = replace(none, edits=none.edits[:1])  # the guard keeps the local in use
         call, import_name = guard
         tail = f" if {call} else None"
         if isinstance(own, tuple) and not isinstance(value, _WRAP_IN_PARENS):
@@ -172,11 +189,16 @@ class FixBuilder:
         return Fix(edits, guard_import=import_name, applicability=applicability)
 
     def mapping_fix(
-        self, value: ast.expr, scope: Scope | None, callee: Callee, mapping: ast.expr
+        self,
+        value: ast.expr,
+        scope: Scope | None,
+        callee: Callee,
+        mapping: ast.expr,
+        judgement: Judgement | None = None,
     ) -> Fix | None:
         """The fix of a value stored in a mapping: unsafe unless the mapping is an inline dict
         or a local one that goes into this call only (else the edit changes other calls too)."""
-        fix = self.value_fix(value, scope, None, callee)
+        fix = self.value_fix(value, scope, None, callee, judgement=judgement)
         inline = isinstance(mapping, ast.Dict)
         local = isinstance(mapping, ast.Name) and _only_splatted_once(mapping.id, scope)
         if fix is not None and not (inline or local):
@@ -184,14 +206,66 @@ class FixBuilder:
         return fix
 
     def positional_fix(
-        self, call: ast.Call, index: int, scope: Scope | None, repeated: str | None, callee: Callee
+        self,
+        call: ast.Call,
+        index: int,
+        scope: Scope | None,
+        repeated: str | None,
+        callee: Callee,
+        judgement: Judgement | None = None,
     ) -> Fix | None:
         """Keyword form where no positional argument follows, else the value in place."""
         arg = call.args[index]
         if index + 1 < len(call.args) or self._paren_span(arg) == "unsure":
             # parentheses across lines: the value in place is always valid
-            return self.value_fix(arg, scope, repeated, callee)
-        return self.value_fix(arg, scope, repeated, callee, f"{FLAG}=")
+            return self.value_fix(arg, scope, repeated, callee, judgement=judgement)
+        return self.value_fix(arg, scope, repeated, callee, f"{FLAG}=", judgement)
+
+    def _fold_local(self, value: ast.expr, scope: Scope | None) -> tuple[Edit, ...]:
+        """With ``None`` in place of a local read only here, the edits that delete the local's
+        one assignment too, when evaluating it can only read (no call, ``await``, ``yield``
+        or ``:=``) and the statement stands alone on its lines with no comment: what
+        pyflakes would otherwise report as a local assigned and never used (F841)."""
+        if not isinstance(value, ast.Name) or scope is None or scope.node is None:
+            return ()
+        if scope.lookup(value.id) is not scope or value.id in scope.params:
+            return ()
+        bindings = scope.bindings.get(value.id, [])
+        if len(bindings) != 1 or bindings[0].how != "assign" or bindings[0].value is None:
+            return ()
+        if has_effects(bindings[0].value) or self.source is None:
+            return ()
+        function = scope.node
+        loads = 0
+        statement = None
+        for node in ast.walk(function):
+            if isinstance(node, ast.Name) and node.id == value.id:
+                if not isinstance(node.ctx, ast.Load):
+                    if isinstance(node.ctx, ast.Del):
+                        return ()
+                    continue
+                loads += 1
+            elif isinstance(node, (ast.Global, ast.Nonlocal)) and value.id in node.names:
+                return ()
+            elif isinstance(node, ast.Assign) and node.value is bindings[0].value:
+                statement = node
+        if loads != 1 or statement is None or len(statement.targets) != 1:
+            return ()
+        if not isinstance(statement.targets[0], ast.Name):
+            return ()
+        if self.source_lines is None:
+            self.source_lines = ast_lines(self.source)
+        lines = self.source_lines
+        first, last = statement.lineno, statement.end_lineno or statement.lineno
+        if last >= len(lines):
+            return ()
+        head = lines[first - 1].encode("utf-8")[: statement.col_offset]
+        tail = lines[last - 1].encode("utf-8")[statement.end_col_offset or 0 :]
+        if head.strip() or tail.strip():
+            return ()  # shares its line with other code, or a comment follows
+        if any("#" in line for line in lines[first - 1 : last]):
+            return ()  # a comment inside it (or a string with a hash): left to the user
+        return (Edit((first, 0), (last + 1, 0), ""),)
 
     def none_fix(self, value: ast.expr, callee: Callee, scope: Scope | None = None) -> Fix | None:
         """TEM005's fix: None whatever the strategy (``scope`` tells a forwarded parameter)."""
@@ -244,10 +318,11 @@ class FixBuilder:
             and (scope is None or scope.lookup(root) is None)
             and root not in self.symbols.alias_choices
         ):
-            receiver = _receiver(scope)
+            # `def f(this, x)`: `self.config` is `this.config` there; any other root that is
+            # not in scope is never the receiver (`get_args()` must not become `self()`)
+            receiver = _receiver(scope) if root == "self" else None
             if receiver is None:
                 return f"`{root}` is not in scope"
-            # `def f(this, x)`: `self.config` is `this.config` there
             stripped = config.strip()
             root, config = receiver, receiver + stripped[stripped.index(root) + len(root) :]
         unset = self._unset_attribute(root, config, scope)

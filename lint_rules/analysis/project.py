@@ -25,7 +25,9 @@ from itertools import accumulate
 from typing import TYPE_CHECKING
 
 from lint_rules.analysis.exports import Export
+from lint_rules.analysis.facts import EMPTY, FileFacts
 from lint_rules.analysis.kinds import NOT_TE, UNKNOWN, Kind
+from lint_rules.analysis.lifecycle import RunFacts
 from lint_rules.analysis.symbols import statements
 from lint_rules.te import TE_ROOT
 
@@ -68,9 +70,20 @@ def matched(names: Iterable[str], keys: list[str]) -> list[str]:
 class Project:
     """One file's view of the run (``package``, ``index``) and what its analysis found."""
 
-    def __init__(self, package: str | None, index: Mapping[str, Export]) -> None:
+    def __init__(
+        self,
+        package: str | None,
+        index: Mapping[str, Export],
+        lifecycle: RunFacts | None = None,
+    ) -> None:
         self.package = package
         self.index = index
+        self.lifecycle = lifecycle if lifecycle is not None else RunFacts()
+        """The lifecycle facts of the other files of the run (empty in its first pass)."""
+        self.facts: FileFacts = EMPTY
+        """What this file shares with the others: writes and calls of state (``facts``)."""
+        self.keys: tuple[str, ...] = ()
+        """What its verdicts read from the run (``lifecycle_digest``)."""
         self.exports: dict[str, Export] = {}
         """Module-level names of this file that are TE subclasses or factories."""
         self.names: set[str] = set()

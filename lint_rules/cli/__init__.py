@@ -11,14 +11,27 @@ only when a file is processed, libcst only by ``fixing`` (guard strategy), flake
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+
+TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: `--version` imports nothing else
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 __all__ = ["main"]
 
 
+VERSION_ONLY = (["--version"],)
+"""Arguments answered before the command's modules load (``options`` prints the same)."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """The console script's entry point: ``command.main``, with a Ctrl-C while the modules
-    load (start-up) answered as one anywhere else is: one line and exit 130."""
+    load (start-up) answered as one anywhere else is: one line and exit 130. ``--version``
+    alone is answered without loading them."""
+    if list(sys.argv[1:] if argv is None else argv) in VERSION_ONLY:
+        from lint_rules import __version__
+
+        print(f"te-microbatch-lint {__version__}")
+        return 0
     try:
         from lint_rules.cli.command import main as run
 

@@ -18,6 +18,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import stat
+import sys
 import time
 from dataclasses import astuple, fields
 from typing import Any
@@ -40,7 +42,9 @@ _TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# te-microbatch-lint result
 def code_hash() -> str:
     """The linter's own code, by module sizes and mtimes (cheap: a stat per module)."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    digest = blake2b(__version__.encode(), digest_size=8)
+    # The interpreter too: one checkout installed in two Pythons must not share results (a
+    # file one of them cannot parse).
+    digest = blake2b(f"{__version__} {sys.version}".encode(), digest_size=8)
     for folder, dirs, names in sorted(os.walk(root)):
         dirs.sort()
         for name in sorted(names):
@@ -57,6 +61,10 @@ def _row(path: str, row: list[Any]) -> Reported:
     return Reported(path, **values)
 
 
+ENTRY_FIELDS = 10
+"""An entry: when, error, findings, used, names, exports, package, indexed, facts, keys."""
+
+
 class ResultCache:
     """Lookups during the run, one write at its end (atomic: a temporary file renamed)."""
 
@@ -68,43 +76,41 @@ class ResultCache:
         self.entries: dict[str, list[Any]] = {}
         self.dirty = False
         self.now = int(time.time())
-        with contextlib.suppress(OSError, ValueError):
-            with open(self.path, encoding="utf-8") as handle:
-                loaded = json.load(handle)
-            if isinstance(loaded, dict):
-                self.entries = loaded
+        loaded = _load(self.path)
+        if isinstance(loaded, dict):
+            self.entries = loaded
 
     def get(self, digest: str, path: str) -> Outcome | None:
         entry = self.entries.get(digest)
-        if not isinstance(entry, list) or len(entry) != 8:
+        if not isinstance(entry, list) or len(entry) != ENTRY_FIELDS:
             return None
-        when, error, rows, used, names, exports, package, indexed = entry
+        when, error, rows, used, names, exports, package, indexed, facts, keys = entry
+        if not _is_time(when):
+            return None
         try:
             if error is not None:
-                return Outcome(path, error=error[0], error_line=error[1], error_column=error[2])
+                message, line, column = error
+                if not (isinstance(message, str) and _optional_int(line, column)):
+                    return None
+                return Outcome(path, error=message, error_line=line, error_column=column)
+            if not all(_row_ok(row) for row in rows):
+                return None
             found = tuple(_row(path, row) for row in rows)
-            crossfile = (
-                str(used),
-                tuple(map(str, names)),
-                tuple((str(row[0]), Export(*row[1:])) for row in exports),
-                None if package is None else str(package),
-                indexed is True,
-            )
-        except (TypeError, IndexError):
+            project = {
+                "facts": None if facts is None else _facts(facts),
+                "keys": tuple(map(str, keys)),
+                "used": str(used),
+                "names": tuple(map(str, names)),
+                "exports": tuple((str(row[0]), Export(*row[1:])) for row in exports),
+                "package": None if package is None else str(package),
+                "indexed": indexed is True,
+            }
+        except (TypeError, IndexError, ValueError, AttributeError, RecursionError):
             return None
         if self.now - when > 86400:
             entry[0] = self.now
             self.dirty = True
-        used_digest, looked_up, exported, in_package, was_indexed = crossfile
-        return Outcome(
-            path,
-            findings=found,
-            used=used_digest,
-            names=looked_up,
-            exports=exported,
-            package=in_package,
-            indexed=was_indexed,
-        )
+        return Outcome(path, findings=found, **project)  # type: ignore[arg-type]
 
     def put(self, outcome: Outcome) -> None:
         if not (outcome.cacheable and outcome.digest):
@@ -115,7 +121,7 @@ class ResultCache:
         rows = [list(astuple(f))[1:] for f in outcome.findings]
         exports = [[name, *export] for name, export in outcome.exports]
         entry = [self.now, error, rows, outcome.used, list(outcome.names), exports]
-        entry += [outcome.package, outcome.indexed]
+        entry += [outcome.package, outcome.indexed, outcome.facts, list(outcome.keys)]
         self.entries[outcome.digest] = entry
         self.dirty = True
 
@@ -123,10 +129,14 @@ class ResultCache:
         if not self.dirty:
             return
         oldest = self.now - MAX_AGE_S
-        kept = {k: v for k, v in self.entries.items() if isinstance(v, list) and v[0] >= oldest}
+        kept = {
+            k: v
+            for k, v in self.entries.items()
+            if isinstance(v, list) and len(v) == ENTRY_FIELDS and _is_time(v[0]) and v[0] >= oldest
+        }
         import tempfile
 
-        with contextlib.suppress(OSError):
+        with contextlib.suppress(OSError, ValueError, TypeError, RecursionError):
             self._prepare()
             fd, temp = tempfile.mkstemp(dir=self.directory, prefix=".", suffix=".tmp")
             try:
@@ -142,9 +152,68 @@ class ResultCache:
         os.makedirs(self.directory, exist_ok=True)
         for name, text in ((".gitignore", "*\n"), ("CACHEDIR.TAG", _TAG)):
             target = os.path.join(self.root, name)
-            if not os.path.exists(target):
-                with open(target, "w", encoding="utf-8") as handle:
+            if os.path.lexists(target):
+                continue
+            # never through a symlink (a dangling one would create its target elsewhere)
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+            with contextlib.suppress(FileExistsError):
+                fd = os.open(target, flags, 0o644)
+                with os.fdopen(fd, "w", encoding="utf-8") as handle:
                     handle.write(text)
+
+
+MAX_BYTES = 1 << 28
+"""A cache file larger than this is not read (it is not one this tool wrote)."""
+
+
+_TYPES: dict[str, type | tuple[type, ...]] = {
+    "code": str, "message": str, "line": int, "column": int, "end_line": int,
+    "end_column": int, "char_column": int, "end_char_column": int, "fixable": bool,
+    "applicability": (str, type(None)), "fingerprint": str, "verdict": str, "evidence": list,
+}  # fmt: skip
+
+
+def _row_ok(row: Any) -> bool:
+    """A stored finding with the fields and types of ``Reported`` (ints are not bools)."""
+    return (
+        isinstance(row, list)
+        and len(row) == len(_FIELDS)
+        and all(
+            isinstance(value, _TYPES.get(name, object))
+            and (name == "fixable" or not isinstance(value, bool))
+            for name, value in zip(_FIELDS, row)
+        )
+    )
+
+
+def _optional_int(*values: Any) -> bool:
+    return all(v is None or (isinstance(v, int) and not isinstance(v, bool)) for v in values)
+
+
+def _is_time(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _load(path: str) -> Any:
+    """The JSON at ``path``, or None for anything but a readable regular file (never a
+    symlink, FIFO or device: reading one could block or never end) holding valid JSON."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_BYTES:
+            return None
+        with os.fdopen(fd, "rb") as handle:
+            fd = -1
+            return json.loads(handle.read())
+    except (OSError, ValueError, RecursionError):
+        return None
+    finally:
+        if fd >= 0:
+            os.close(fd)
 
 
 def default_directory() -> str:
@@ -156,3 +225,15 @@ def open_cache(no_cache: bool, directory: str | None) -> ResultCache | None:
     if no_cache:
         return None
     return ResultCache(directory or os.environ.get(ENV_DIR) or default_directory())
+
+
+def _facts(raw: list[Any]) -> Any:
+    """``FileFacts`` from its JSON form (lists for tuples)."""
+    from lint_rules.analysis.facts import CallFact, FileFacts, Write
+
+    writes, calls, getters = raw
+    return FileFacts(
+        tuple(Write(k, v, f, tuple(c), int(ln), int(col), p) for k, v, f, c, ln, col, p in writes),
+        tuple(CallFact(n, a, f, int(ln), int(col), p) for n, a, f, ln, col, p in calls),
+        tuple((str(n), str(k)) for n, k in getters),
+    )

@@ -37,7 +37,6 @@ from lint_rules.cli.running import (
     Outcome,
     Work,
     check_file,
-    default_cpus,
     fix_file,
     fixed_count,
     plan_files,
@@ -86,7 +85,7 @@ def _outcomes(
     progress = _progress(args, len(files))
     crossfile = len(files) > 1
     plan = plan_files(job, files, config.settings_of, cache, progress.advance, crossfile)
-    workers = pool_size(plan, args.jobs, default_cpus())
+    workers = pool_size(plan, args.jobs)
     if crossfile:
         from lint_rules.cli.crossfile import run_crossfile
 
@@ -104,12 +103,26 @@ def _outcomes(
         progress.clear()
 
 
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.realpath(a) == os.path.realpath(b)
+
+
 @contextmanager
-def _output(args: argparse.Namespace) -> Iterator[TextIO]:
-    """Where the report goes: ``--output-file`` (closed at the end), else stdout."""
+def _output(args: argparse.Namespace, inputs: Sequence[str] = ()) -> Iterator[TextIO]:
+    """Where the report goes: ``--output-file`` (closed at the end), else stdout. Opening it
+    truncates it, so it must not be one of the files read (``inputs``)."""
     if not getattr(args, "output_file", None):
         yield sys.stdout
         return
+    clash = next((path for path in inputs if _same_file(args.output_file, path)), None)
+    if clash is not None:
+        raise UsageError(
+            f"{args.output_file}: is one of the files checked ({clash}); "
+            "--output-file must name another file"
+        )
     try:
         out = open(args.output_file, "w", encoding="utf-8", errors="backslashreplace")  # noqa: SIM115
     except OSError as error:
@@ -150,18 +163,20 @@ def _style(args: argparse.Namespace, out: TextIO) -> Style:
 
 
 def run_check(args: argparse.Namespace, config: Configuration, discovery: Discovery) -> int:
-    from lint_rules.cli.cache import open_cache
-
     if args.statistics and args.format not in ("text", "json"):
         raise UsageError("--statistics works with --format text or json")
     job = Job(disable_noqa=args.disable_noqa, mode="check")
-    cache = open_cache(args.no_cache, args.cache_dir)
+    cache = None
+    if not args.no_cache:  # --no-cache: the cache module is not even imported
+        from lint_rules.cli.cache import open_cache
+
+        cache = open_cache(args.no_cache, args.cache_dir)
     adding = getattr(args, "add_noqa", False)
     streaming = args.format in TEXT_FORMATS and not args.statistics and not adding
     findings = []
     problems = [Problem(path, reason) for path, reason in discovery.errors]
     applies = _applies(config)
-    with _output(args) as out:
+    with _output(args, discovery.files) as out:
         style = _style(args, out) if streaming else PLAIN
         concise = args.format == "concise"
         for outcome in _outcomes(args, config, check_file, job, discovery.files, cache):
@@ -350,7 +365,7 @@ def run_stdin(args: argparse.Namespace, config: Configuration) -> int:
         outcome = check_file(job, shown, settings, source)
         findings = [f for f in outcome.findings if settings.reports(f.code)]
         problems = [_problem(outcome)] if outcome.error else []
-        with _output(args) as out:
+        with _output(args, [args.stdin_filename] if args.stdin_filename else []) as out:
             if args.format in TEXT_FORMATS and not args.statistics:
                 out.write(format_text(findings, _style(args, out), args.format == "concise"))
             _write_report(args, out, findings, problems, _applies(config))

@@ -8,7 +8,11 @@ path (folders holding ``__init__.py``) and its path below each directory the run
 (with and without that directory's own name, for namespace packages). A file whose names reach
 an index entry is analysed again with the index, and so on while exports change (a subclass
 of a subclass two files away): in a real project one more pass over a few files. Files that
-fail the prefilter are never parsed, so a class defined only there is not in the index.
+fail the prefilter are never parsed, so a class defined only there is not in the index. A
+package's ``__init__.py`` that fails the prefilter can only pass on what the index holds
+(``from .layers import MyLinear``): it is parsed only once the index holds something and a
+name a file looked up goes through its package (``needed``), and so on along a chain of
+re-exports; the others are done unread, as every file the prefilter rules out.
 
 Results depend on the index only through the entries a file's names reach: ``used`` is their
 digest, stored with the file's cached result and compared before the result is served.
@@ -27,6 +31,7 @@ except ImportError:  # pragma: no cover - other Pythons
     from hashlib import blake2b
 
 from lint_rules.analysis import Export, Project
+from lint_rules.analysis.lifecycle import RunFacts, lifecycle_digest
 from lint_rules.analysis.project import matched
 from lint_rules.cli.running import Job, Outcome, Plan, Work, _parse, check_file
 
@@ -51,13 +56,27 @@ def used_digest(names: Sequence[str], index: Mapping[str, Export], keys: list[st
 def found_in(project: Project) -> dict[str, Any]:
     """The ``Outcome`` fields of a file analysed with ``project``."""
     names = tuple(sorted(project.names))
+    used = used_digest(names, project.index, sorted(project.index))
+    life = lifecycle_digest(project.keys, project.lifecycle)
     return {
         "exports": tuple(sorted(project.exports.items())),
         "names": names,
-        "used": used_digest(names, project.index, sorted(project.index)),
+        "used": f"{used}/{life}" if life else used,
         "package": project.package,
         "indexed": True,
+        "facts": project.facts,
+        "keys": project.keys,
     }
+
+
+def run_facts(outcomes: Sequence[Outcome | None], places: Sequence[int]) -> RunFacts:
+    """The lifecycle facts every analysed file of the run shares."""
+    found = RunFacts()
+    for place in places:
+        outcome = outcomes[place]
+        if outcome is not None and outcome.facts is not None:
+            found.add(outcome.path, outcome.facts)
+    return found
 
 
 class Modules:
@@ -131,6 +150,26 @@ def reaches(name: str, modules: set[str], ordered: list[str]) -> bool:
     return at < len(ordered) and ordered[at].startswith(name + ".")
 
 
+def needed(
+    waiting: Mapping[int, Any],
+    module_names: Mapping[int, list[str]],
+    outcomes: Sequence[Outcome | None],
+    exports: bool,
+) -> list[int]:
+    """The places in ``waiting`` (``__init__.py`` that fail the prefilter) whose module a name
+    looked up by ``outcomes`` goes through (``pkg`` for ``pkg.MyLinear``), in order. None
+    while the run exports nothing (``exports``): an ``__init__.py`` that fails the prefilter
+    only passes on what the index holds."""
+    if not exports:
+        return []
+    through: set[str] = set()
+    for outcome in outcomes:
+        for name in outcome.names if outcome is not None else ():
+            parts = name.split(".")
+            through.update(".".join(parts[:end]) for end in range(1, len(parts) + 1))
+    return sorted(p for p in waiting if any(m in through for m in module_names[p]))
+
+
 def run_crossfile(
     work: Work,
     job: Job,
@@ -144,17 +183,24 @@ def run_crossfile(
     the run cannot depend on the index: its outcome is given as soon as those before it are;
     the others once the index has settled."""
     modules = Modules(roots)
-    layout = {place: modules.names(plan.files[place]) for place, _ in plan.passed}
+    layout = {p: modules.names(plan.files[p]) for p, _ in (*plan.passed, *plan.deferred)}
     module_names = {place: names for place, (names, _) in layout.items()}
     every = {name for names in module_names.values() for name in names}
     ordered = sorted(every)
     settings = dict(plan.passed)
+    # The files analysed: those that pass the prefilter, and the packages' `__init__.py`
+    # that a name they look up goes through (`needed`).
+    active = [place for place, _ in plan.passed]
     checking = work is check_file
     check = job if checking else Job(disable_noqa=job.disable_noqa, mode="check")
     outcomes: list[Outcome | None] = list(plan.done) if checking else [None] * len(plan.files)
 
+    def project(place: int, index: Index) -> Project:
+        path = plan.files[place]
+        return Project(layout[place][1], index, facts.without(path) if facts else None)
+
     def analyse(places: list[int], index: Index, first: bool = False) -> Iterator[None]:
-        items = [(plan.files[p], settings[p], Project(layout[p][1], index)) for p in places]
+        items = [(plan.files[p], settings[p], project(p, index)) for p in places]
         pool = workers if first or len(places) >= REDO_POOL_MIN else 1
         for place, outcome in zip(places, _parse(check_file, check, items, pool)):
             outcomes[place] = outcome
@@ -171,6 +217,7 @@ def run_crossfile(
         if known is None:
             known = finals[place] = (
                 not outcome.used
+                and not outcome.keys
                 and outcome.package == layout[place][1]
                 and not any(reaches(name, every, ordered) for name in outcome.names)
             )
@@ -184,30 +231,55 @@ def run_crossfile(
         if outcome.error is not None:
             return False  # not parsed: nothing it could use
         used = used_digest(outcome.names, index, keys)
+        life = (
+            lifecycle_digest(outcome.keys, facts.without(outcome.path))
+            if facts and outcome.keys
+            else ""
+        )
+        if life:
+            used = f"{used}/{life}"
         return outcome.used != used or outcome.package != layout[place][1]
 
     # The first pass reads the exports of the files found in the cache: in an incremental run
     # a changed file that uses them is then analysed once, not twice.
     given = 0
+    facts: RunFacts | None = None  # the first pass shares them: known after it
     cached = build_index(outcomes, module_names)
-    for _ in analyse([p for p, _ in plan.passed if outcomes[p] is None], cached, first=True):
+    for _ in analyse([p for p in active if outcomes[p] is None], cached, first=True):
         while checking and given < len(outcomes) and final(given):
             yield outcomes[given]  # type: ignore[misc]
             given += 1
+    waiting = dict(plan.deferred)
     index: Index = {}
-    for _ in range(MAX_ROUNDS):
+    facts = run_facts(outcomes, active)
+    rounds = 0
+    while True:
         index = build_index(outcomes, module_names)
+        through = needed(waiting, module_names, [outcomes[p] for p in active], bool(index))
+        if through:  # the `__init__.py` that the names looked up so far go through
+            for place in through:
+                settings[place] = waiting.pop(place)
+            active.extend(through)
+            for _ in analyse(through, index):
+                if on_parsed is not None:
+                    on_parsed()
+            continue
         keys = sorted(index)
-        again = [place for place, _ in plan.passed if stale(place, index, keys)]
-        if not again:
+        again = [place for place in active if stale(place, index, keys)]
+        if not again or rounds == MAX_ROUNDS:
             break
+        rounds += 1
         for _ in analyse(again, index):
             pass
+    for place in waiting:  # read for nothing: done as a file the prefilter rules out
+        outcomes[place] = plan.done[place] = Outcome(plan.files[place])
+        if on_parsed is not None:
+            on_parsed()
     if checking:
         yield from outcomes[given:]  # type: ignore[misc]
         return
-    places = [p for p, _ in plan.passed]
-    items = [(plan.files[p], settings[p], Project(layout[p][1], index)) for p in places]
+    places = sorted(active)
+    items = [(plan.files[p], settings[p], project(p, index)) for p in places]
     fixed = _parse(work, job, items, workers)
     to_fix = set(places)
     for place, outcome in enumerate(plan.done):

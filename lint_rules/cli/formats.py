@@ -158,6 +158,7 @@ def _json_row(f: Reported, applies: FixApplies) -> dict[str, Any]:
                 for line, column, end_line, end_column, content in f.edits
             ],
         }
+    row["verdict"] = f.verdict or None
     row["evidence"] = [
         {"path": path, "line": line or None, "column": column or None, "message": text}
         for path, line, column, text in f.evidence
@@ -185,7 +186,7 @@ def format_json(
         row.update(path=problem.path, message=problem.reason, fixable=False)
         row.update(line=problem.line, column=problem.column)
         row.update(filename=os.path.abspath(problem.path), fix=None, url=None, evidence=[])
-        row.update(noqa_row=None, end_location=None)
+        row.update(noqa_row=None, end_location=None, verdict=None)
         row["location"] = {"row": problem.line, "column": problem.column} if problem.line else None
         rows.append(row)
     return json.dumps(rows, indent=2) + "\n"

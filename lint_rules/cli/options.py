@@ -274,6 +274,7 @@ def configure(args: argparse.Namespace) -> Configuration:
     overrides = flag_overrides(
         guard_functions=args.guard_functions,
         tracked_functions=args.tracked_functions,
+        import_helpers=args.import_helpers,
         unresolved=args.unresolved,
         fix_strategy=args.fix_strategy,
         guard_import=args.guard_import,

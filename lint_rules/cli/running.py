@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -53,6 +54,8 @@ class Reported:
     fixable: bool
     applicability: str | None = None
     fingerprint: str = ""
+    verdict: str = ""
+    """The flag's lifecycle verdict (``stale``, ``conditional``, ``unverified``, ...)."""
     evidence: tuple[tuple[str, int, int, str], ...] = ()
     """The flag's life, in reading order: ``(path, line, column, message)`` per step, the path
     always filled (the finding's own file when the step is there), line 0 for a remark with no
@@ -100,6 +103,11 @@ class Outcome:
     """The package its relative imports were resolved in."""
     indexed: bool = False
     """Analysed as a file of a run over several files (``exports`` and ``names`` are known)."""
+    facts: Any = None
+    """Its lifecycle facts for the other files of the run (``analysis.facts.FileFacts``)."""
+    keys: tuple[str, ...] = ()
+    """The state keys its verdicts read from the run, and the functions of the file that
+    re-arm them (``fn:<name>``): what its findings depend on in the other files."""
 
 
 @dataclass(frozen=True)
@@ -216,6 +224,7 @@ def _reported(path: str, text: str, findings: Iterable[Any]) -> tuple[Reported, 
             fixable=f.fix is not None,
             applicability=getattr(f.fix, "applicability", None) if f.fix else None,
             fingerprint=fingerprint,
+            verdict=getattr(f, "verdict", ""),
             evidence=_evidence(path, f, chars),
             fix_message=((f.fix.note or FIX_MESSAGE) if f.fix else ""),
             edits=_edits(f.fix, chars),
@@ -329,7 +338,9 @@ def fix_file(
 
     source = source or read_source(path)
     try:
-        result = fix_source(source.text, settings, disable_noqa=job.disable_noqa, project=project)
+        result = fix_source(
+            source.text, settings, job.disable_noqa, project, encoding=source.encoding
+        )
     except FixError as error:
         return Outcome(path, error=f"not fixed: {error}")
     notes = tuple(result.notes)
@@ -408,6 +419,12 @@ class Plan:
     bytes_to_parse: int
     passed: list[tuple[int, Settings]] = field(default_factory=list)
     """Every file that passed the prefilter (parsed now or found in the cache): its place."""
+    deferred: list[tuple[int, Settings]] = field(default_factory=list)
+    """Packages' ``__init__.py`` that fail the prefilter but import, and share no lifecycle
+    fact (a run over several files): read for the index only if a file of the run imports
+    from them (``cli.crossfile``)."""
+    started: CpuSample | None = None
+    """The machine's CPU time when the first pass began (``default_cpus``)."""
 
 
 def plan_files(
@@ -423,12 +440,17 @@ def plan_files(
     ``on_done`` is called for each file finished here (the progress bar counts it). A cached
     result that used the index of a run over several files serves only such a run
     (``crossfile``), which checks that the index still answers the same (``cli.crossfile``)."""
+    started = CpuSample.now()
+    if not files:  # nothing to read: neither the prefilter nor the reader is imported
+        return Plan([], [], [], 0, started=started)
     from lint_rules.analysis import mentions_flag
+    from lint_rules.analysis.prefilter import mentions_state
     from lint_rules.fileio import SourceError, read_source
 
     done: list[Outcome | None] = []
     to_parse: list[tuple[str, Settings]] = []
     passed: list[tuple[int, Settings]] = []
+    deferred: list[tuple[int, Settings]] = []
     size = 0
     for path in files:
         outcome = None
@@ -438,11 +460,11 @@ def plan_files(
             outcome = Outcome(path, error=error.reason)
         else:
             text = source.text
-            if not mentions_flag(text) and not (crossfile and _may_reexport(path, text)):
+            relevant = mentions_flag(text)
+            if not relevant and not (crossfile and _may_reexport(path, text)):
                 outcome = Outcome(path, new_text=source.text if job.mode == "stdout" else None)
             else:
                 settings = settings_of(path)
-                passed.append((len(done), settings))
                 if cache is not None and job.mode == "check":
                     digest = content_digest(settings, job.disable_noqa, source.raw)
                     outcome = cache.get(digest, path)
@@ -450,13 +472,17 @@ def plan_files(
                         usable = outcome.indexed if crossfile else not outcome.used
                         if not usable:  # analysed alone, or it used the other files
                             outcome = None
-                if outcome is None:
+                if outcome is None and not relevant and not mentions_state(text):
+                    deferred.append((len(done), settings))
+                else:
+                    passed.append((len(done), settings))
+                if outcome is None and relevant:
                     to_parse.append((path, settings))
                     size += len(source.raw)
         done.append(outcome)
         if outcome is not None and on_done is not None:
             on_done()
-    return Plan(list(files), done, to_parse, size, passed)
+    return Plan(list(files), done, to_parse, size, passed, deferred, started)
 
 
 def _may_reexport(path: str, text: str) -> bool:
@@ -466,15 +492,18 @@ def _may_reexport(path: str, text: str) -> bool:
     return os.path.basename(path) == "__init__.py" and "import" in text
 
 
-def pool_size(plan: Plan, jobs: int | None, cpus: int) -> int:
-    """Workers for the parse pass: ``--jobs`` when given, else the idle cores (``cpus``), and
-    only when the bytes to parse are enough to pay for a pool."""
+def pool_size(plan: Plan, jobs: int | None, cpus: int | None = None) -> int:
+    """Workers for the parse pass: ``--jobs`` when given, else the idle cores (``cpus``, or
+    ``default_cpus`` over the first pass), and only when the bytes to parse are enough to pay
+    for a pool."""
     if len(plan.to_parse) <= 1:
         return 1
     if jobs is not None:
         return min(jobs, len(plan.to_parse))
     if plan.bytes_to_parse < POOL_MIN_BYTES:
         return 1
+    if cpus is None:
+        cpus = default_cpus(plan.started)
     return max(1, min(cpus, len(plan.to_parse)))
 
 
@@ -500,14 +529,71 @@ def _parse(
         yield from pool.map(task, files, chunksize=chunksize)
 
 
-def default_cpus() -> int:
-    """Cores this process may use that are not already busy: the cores it may run on, less
-    the one-minute load average (rounded), at least one. On a shared two-core machine that is
-    already running something else, a pool of two would only slow the run down."""
+@dataclass(frozen=True)
+class CpuSample:
+    """The machine's CPU time (``/proc/stat``'s ``cpu`` line, in clock ticks; None where there
+    is none), this process's own CPU time and the clock, at one moment."""
+
+    ticks: tuple[int, ...] | None
+    own: float
+    wall: float
+
+    @classmethod
+    def now(cls) -> CpuSample:
+        ticks = None
+        try:
+            with open("/proc/stat", "rb") as handle:
+                line = handle.readline()
+            if line.startswith(b"cpu "):
+                ticks = tuple(int(field) for field in line.split()[1:9])
+        except (OSError, ValueError):
+            ticks = None
+        times = os.times()
+        return cls(ticks, times.user + times.system, time.monotonic())
+
+
+MIN_WINDOW_TICKS = 8
+"""Clock ticks (all cores together) below which a window says nothing (a tick is 10 ms)."""
+
+
+def idle_cores(before: CpuSample, after: CpuSample, cpus: int) -> float | None:
+    """Cores free for this process over the window: those the machine left idle, plus the
+    share this process itself kept busy (it would go to its pool). None without ``/proc/stat``
+    or over too short a window."""
+    if before.ticks is None or after.ticks is None:
+        return None
+    delta = [b - a for a, b in zip(before.ticks, after.ticks)]
+    total = sum(delta)  # user nice system idle iowait irq softirq steal (guest is in user)
+    wall = after.wall - before.wall
+    if total < MIN_WINDOW_TICKS or wall <= 0:
+        return None
+    idle = cpus * (delta[3] + delta[4]) / total
+    return idle + min(1.0, max(0.0, (after.own - before.own) / wall))
+
+
+def _cores() -> int:
     if hasattr(os, "sched_getaffinity"):
-        cores = max(1, len(os.sched_getaffinity(0)))
-    else:  # pragma: no cover - macOS, Windows
-        cores = max(1, os.cpu_count() or 1)
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)  # pragma: no cover - macOS, Windows
+
+
+def default_cpus(since: CpuSample | None = None) -> int:
+    """Cores this process may use that are not already busy: the idle share of the machine
+    over the window from ``since`` (the first pass's start) until now, rounded, at least one,
+    at most the cores it may run on. The window is what the machine does now, not a load
+    average, which keeps counting a run that just ended (the previous run of this command).
+    Without ``/proc/stat``: the cores less the one-minute load average."""
+    cores = _cores()
+    if since is not None:
+        after = CpuSample.now()
+        if after.ticks is not None and since.ticks is not None:
+            short = MIN_WINDOW_TICKS - (sum(after.ticks) - sum(since.ticks))
+            if short > 0:  # a few ms more: ticks come at 100 Hz per core
+                time.sleep(short / (100 * max(1, os.cpu_count() or 1)))
+                after = CpuSample.now()
+        idle = idle_cores(since, after, os.cpu_count() or cores)
+        if idle is not None:
+            return max(1, min(cores, int(idle + 0.5)))
     try:
         busy = os.getloadavg()[0]
     except (AttributeError, OSError):  # pragma: no cover - Windows

@@ -1,0 +1,520 @@
+"""Is the flag maintained? The verdict on a value that reaches a TE module, from its whole life.
+
+At each call TE needs one answer: is this the first microbatch since the weights last changed?
+A value is *maintained* when it gives that answer in every run (uninterrupted or resumed, with
+FP8 or without), or when the code around the call drives the sequence itself. ``Lifecycle``
+follows a value to its sources (``Source``), and a state source (an attribute or a global) to
+its writes and re-arms in the files seen (``facts``), and returns a ``Judgement``: the verdict
+and the evidence a user reads to see why. Only values the syntactic tracker (``tracking``) does
+not already clear are judged.
+"""
+
+from __future__ import annotations
+
+import ast
+import enum
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, NamedTuple
+
+from lint_rules.analysis.facts import (
+    EMPTY,
+    MODE_ATTRIBUTES,
+    CallFact,
+    FileFacts,
+    Write,
+    collect,
+)
+from lint_rules.analysis.nodes import is_none, target_names
+from lint_rules.analysis.walk import loop_runs_backward, loop_steps_optimizer
+from lint_rules.findings import Evidence
+
+if TYPE_CHECKING:
+    from lint_rules.analysis.scopes import Scope
+    from lint_rules.analysis.walk import Context
+
+
+class Verdict(enum.Enum):
+    """The verdicts, worst last (a value with several sources takes its worst)."""
+
+    MAINTAINED = "maintained"
+    UNVERIFIED = "unverified"
+    CONDITIONAL = "conditional"
+    STALE = "stale"
+
+
+RANK = {v: n for n, v in enumerate(Verdict)}
+
+
+def runs_as_forward(name: str) -> bool:
+    """Whether a function of this name runs as a module's forward (what a training step calls,
+    not the code that drives it): ``forward``, ``_forward_impl``, ``forward_step``... and
+    ``__call__``."""
+    return name == "__call__" or name.lstrip("_").startswith("forward")
+
+
+class Judgement(NamedTuple):
+    verdict: Verdict
+    evidence: tuple[Evidence, ...]
+    condition: str | None = None
+    """For ``CONDITIONAL``: the condition the re-arm runs under, as written."""
+
+
+MAINTAINED = Judgement(Verdict.MAINTAINED, ())
+
+
+class Source(NamedTuple):
+    """Where a value comes from: a verdict already known, or a state to judge (``key``)."""
+
+    judgement: Judgement | None
+    key: str = ""
+    node: ast.AST | None = None
+
+
+def _line(node: ast.AST | None) -> int:
+    return getattr(node, "lineno", 0) if node is not None else 0
+
+
+def worst(judgements: Iterable[Judgement]) -> Judgement:
+    found = MAINTAINED
+    evidence: list[Evidence] = []
+    for judgement in judgements:
+        if RANK[judgement.verdict] > RANK[found.verdict]:
+            found = judgement
+        if judgement.verdict is not Verdict.MAINTAINED:
+            evidence.extend(e for e in judgement.evidence if e not in evidence)
+    if found.verdict is Verdict.MAINTAINED:
+        return MAINTAINED
+    return Judgement(found.verdict, tuple(evidence[:8]), found.condition)
+
+
+class Lifecycle:
+    """The verdicts of one file's values. ``run``: the facts of the other files of a CLI run
+    (None for a face that sees one file: flake8, the libcst runner, one path, stdin)."""
+
+    def __init__(self, tree: ast.Module, run: RunFacts | None) -> None:
+        self.tree = tree
+        self.run = run
+        self._own: FileFacts | None = None
+        self._module_code: dict[int, bool] = {}
+        self._class = ""
+        self.keys: set[str] = set()
+        """The state keys this file's verdicts read from the run, and ``fn:<name>`` for the
+        functions of this file that re-arm them (their callers may be in other files)."""
+
+    @property
+    def own(self) -> FileFacts:
+        if self._own is None:
+            self._own = collect(self.tree)
+        return self._own
+
+    # -- sources -------------------------------------------------------------------------
+
+    def judge(self, value: ast.expr, scope: Scope | None, ctx: Context) -> Judgement:
+        """The verdict on ``value`` passed as the flag at a call in ``ctx``."""
+        cls = ctx.scope[2] if ctx.scope is not None else None
+        self._class = cls.name if cls is not None else ""
+        return worst(self._judge(s) for s in self.sources(value, scope, ctx, 0, scope))
+
+    def sources(
+        self,
+        value: ast.expr,
+        scope: Scope | None,
+        ctx: Context,
+        depth: int,
+        where: Scope | None,
+    ) -> list[Source]:
+        if depth > 12:
+            return [self._unknown(value, "too deep to follow")]
+        if is_none(value):
+            return [Source(MAINTAINED)]
+        if isinstance(value, ast.Constant):
+            return [self._constant(value, ctx, where)]
+        if isinstance(value, ast.IfExp):
+            return [
+                *self.sources(value.body, scope, ctx, depth + 1, where),
+                *self.sources(value.orelse, scope, ctx, depth + 1, where),
+            ]
+        if isinstance(value, ast.BoolOp):
+            return [s for v in value.values for s in self.sources(v, scope, ctx, depth + 1, where)]
+        if isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.Not):
+            return self.sources(value.operand, scope, ctx, depth + 1, where)
+        if isinstance(value, ast.NamedExpr):
+            return self.sources(value.value, scope, ctx, depth + 1, where)
+        if isinstance(value, ast.Compare):
+            return [self._compare(value, scope, ctx, where)]
+        if isinstance(value, ast.Attribute):
+            if value.attr in MODE_ATTRIBUTES:
+                return [Source(MAINTAINED)]
+            return [Source(None, f"attr:{value.attr}", value)]
+        if isinstance(value, ast.Name):
+            return self._name(value, scope, ctx, depth, where)
+        if isinstance(value, ast.Call):
+            return [self._call(value)]
+        return [self._unknown(value, f"`{_text(value)}` is not followed")]
+
+    def _name(
+        self, value: ast.Name, scope: Scope | None, ctx: Context, depth: int, where: Scope | None
+    ) -> list[Source]:
+        owner = scope.lookup(value.id) if scope is not None else None
+        if owner is None:
+            return [Source(None, f"global:{value.id}", value)]
+        bindings = owner.bindings.get(value.id, [])
+        if value.id in owner.params and not bindings:
+            return [Source(MAINTAINED)]  # a parameter passed on: its callers decide
+        found: list[Source] = []
+        for binding in bindings:
+            if binding.how == "assign" and binding.value is not None:
+                found.extend(self.sources(binding.value, owner, ctx, depth + 1, owner))
+            elif binding.how == "for" and self.drives(ctx, owner):
+                found.append(Source(MAINTAINED))  # a loop of the driver sets it
+            else:
+                found.append(self._unknown(value, f"`{value.id}` is bound in a way not followed"))
+        return found or [self._unknown(value, f"`{value.id}` has no value seen")]
+
+    def _constant(self, value: ast.Constant, ctx: Context, where: Scope | None) -> Source:
+        if self.drives(ctx, where):
+            return Source(MAINTAINED)  # a test, benchmark or script drives the sequence
+        what = (
+            "overwrites `main_grad` on every microbatch"
+            if value.value is True
+            else "never refreshes the FP8 weight cache"
+        )
+        message = f"the constant `{value.value!r}` in a module's forward {what}"
+        return Source(
+            Judgement(Verdict.STALE, (Evidence(message, value.lineno, value.col_offset),))
+        )
+
+    def _compare(
+        self, value: ast.Compare, scope: Scope | None, ctx: Context, where: Scope | None
+    ) -> Source:
+        left = value.left
+        if (
+            len(value.ops) == 1
+            and isinstance(value.ops[0], ast.Eq)
+            and isinstance(left, ast.BinOp)
+            and isinstance(left.op, ast.Mod)
+        ):
+            return Source(MAINTAINED)  # a counter modulo the microbatches: every step's first
+        index = first_value_name(value)
+        if isinstance(index, ast.Name):
+            loop = _loop_of(index.id, ctx) if where is scope else None
+            if loop is not None:
+                if loop_steps_optimizer(loop):
+                    message = (
+                        f"`{_text(value)}` over the loop that steps the optimizer (line "
+                        f"{loop.lineno}) is True once per process: a resumed run passes True again"
+                    )
+                    return Source(
+                        Judgement(
+                            Verdict.STALE, (Evidence(message, value.lineno, value.col_offset),)
+                        )
+                    )
+                if loop_runs_backward(loop) or self.drives(ctx, where):
+                    return Source(MAINTAINED)
+                message = f"`{_text(value)}` is True on the first pass of a loop inside forward"
+                return Source(
+                    Judgement(Verdict.STALE, (Evidence(message, value.lineno, value.col_offset),))
+                )
+        if isinstance(index, ast.Attribute):
+            return Source(None, f"attr:{index.attr}", index)  # `self.current_microbatch == 0`
+        return self._unknown(value, f"`{_text(value)}` is not followed")
+
+    def _call(self, value: ast.Call) -> Source:
+        func = value.func
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        for getter, key in self._getters():
+            if getter == name:
+                return Source(None, key, value)
+        return self._unknown(value, f"`{_text(value.func)}()` returns it; its body is not followed")
+
+    def _getters(self) -> Iterable[tuple[str, str]]:
+        yield from self.own.getters
+        if self.run is not None:
+            yield from self.run.getters
+
+    def _unknown(self, node: ast.AST, why: str) -> Source:
+        return Source(
+            Judgement(
+                Verdict.UNVERIFIED, (Evidence(why, _line(node), getattr(node, "col_offset", 0)),)
+            )
+        )
+
+    # -- driver code -------------------------------------------------------------------
+
+    def drives(self, ctx: Context, where: Scope | None) -> bool:
+        """Whether the code around the call drives TE itself (a test, a benchmark, a script):
+        not a module's forward, nor a method its forward calls, at any depth of nesting."""
+        scope = ctx.scope
+        while scope is not None:
+            node, outer, cls = scope
+            if self._is_module_code(node, cls):
+                return False
+            scope = outer.scope if outer is not None else None
+        return True
+
+    def _is_module_code(self, node: ast.AST, cls: ast.ClassDef | None) -> bool:
+        known = self._module_code.get(id(node))
+        if known is not None:
+            return known
+        name = getattr(node, "name", "")
+        result = runs_as_forward(name)
+        if not result and cls is not None and name:
+            result = _called_by_forward(cls, name)
+        self._module_code[id(node)] = result
+        return result
+
+    # -- state ---------------------------------------------------------------------------
+
+    def _judge(self, source: Source) -> Judgement:
+        if source.judgement is not None:
+            return source.judgement
+        return self.state(source.key, source.node)
+
+    def state(self, key: str, node: ast.AST | None) -> Judgement:
+        """The verdict on a state (``attr:name`` or ``global:name``) from its writes."""
+        self.keys.add(key)
+        spelled = key.split(":", 1)[1]
+        writes = [w for w in self.own.writes if w.key == key]
+        self.keys.update(f"fn:{_last(w.function)}" for w in writes if _re_arms(w))
+        if self.run is not None:
+            writes.extend(self.run.writes(key))
+        source = Evidence(f"the flag is `{spelled}`", _line(node), getattr(node, "col_offset", 0))
+        alone = self.run is None
+        if not writes:
+            steps = [source, Evidence(f"nothing in the files seen writes `{spelled}`")]
+            if alone:
+                steps.append(_ALONE)
+            return Judgement(Verdict.UNVERIFIED, tuple(steps))
+        own_class = self._class
+        # the call's own class first: its set-up and clear are the ones that matter
+        writes.sort(key=lambda w: _last(w.function.rsplit(".", 1)[0]) != own_class)
+        rearms = [w for w in writes if _re_arms(w)]
+        steps = [source]
+        steps.extend(_describe(w) for w in _first_of_each(writes))
+        called = [(w, self._caller(w)) for w in rearms]
+        live = [(w, c) for w, c in called if c is not None]
+        plain = [(w, c) for w, c in live if not w.conditions]
+        if plain:
+            return MAINTAINED
+        if live:
+            write, caller = live[0]
+            condition = " and ".join(write.conditions)
+            steps.append(_describe(write, condition))
+            assert caller is not None
+            steps.append(caller)
+            return Judgement(Verdict.CONDITIONAL, tuple(steps[:8]), condition)
+        if rearms:
+            write = rearms[0]
+            steps.append(_describe(write))
+            steps.append(Evidence(f"nothing in the files seen calls `{_last(write.function)}`"))
+            if alone:
+                steps.append(_ALONE)
+            return Judgement(Verdict.UNVERIFIED, tuple(steps[:8]))
+        steps.append(Evidence(f"nothing in the files seen re-arms `{spelled}`"))
+        if alone:
+            steps.append(_ALONE)
+        return Judgement(Verdict.STALE, tuple(steps[:8]))
+
+    def _caller(self, write: Write) -> Evidence | None:
+        """Where the function holding a re-arm is called (a forward is called every step)."""
+        name = _last(write.function)
+        if runs_as_forward(name):
+            return Evidence(
+                f"`{write.function}` runs on every forward", write.line, write.col, write.path
+            )
+        calls = [c for c in self.own.calls if c.name == name and c.function != write.function]
+        if self.run is not None:
+            calls.extend(c for c in self.run.calls(name) if c.function != write.function)
+        if write.value.startswith("param:"):
+            calls = [c for c in calls if c.arg != "false"]
+        if not calls:
+            return None
+        call = calls[0]
+        return Evidence(
+            f"`{name}` is called from `{call.function or 'module level'}`",
+            call.line,
+            call.col,
+            call.path,
+        )
+
+
+_ALONE = Evidence(
+    "re-arming in other files is not seen here; `te-microbatch-lint check .` sees the project"
+)
+
+
+def _re_arms(write: Write) -> bool:
+    """A write that can set the flag again after ``__init__``: True, an argument, a fresh value."""
+    if not write.function or _last(write.function) == "__init__":
+        return False
+    return write.value in ("true", "zero", "derived") or write.value.startswith("param:")
+
+
+def _first_of_each(writes: Sequence[Write]) -> list[Write]:
+    """One set-up write and one clear, the first of each, for the evidence."""
+    chosen: list[Write] = []
+    seen: set[str] = set()
+    for write in writes:
+        kind = (
+            "init" if (not write.function or _last(write.function) == "__init__") else write.value
+        )
+        if kind in ("init", "false") and kind not in seen:
+            seen.add(kind)
+            chosen.append(write)
+    return chosen
+
+
+def _describe(write: Write, condition: str = "") -> Evidence:
+    spelled = write.key.split(":", 1)[1]
+    where = f"`{write.function}`" if write.function else "module level"
+    if not write.function or _last(write.function) == "__init__":
+        text = f"`{spelled}` set to {_value_text(write.value)} in {where}"
+    elif write.value == "false":
+        text = f"`{spelled}` cleared to False in {where}"
+    else:
+        text = f"re-armed ({_value_text(write.value)}) by {where}"
+        if condition:
+            text += f" only if `{condition}`"
+    return Evidence(text, write.line, write.col, write.path)
+
+
+def _value_text(value: str) -> str:
+    return {
+        "true": "True",
+        "false": "False",
+        "none": "None",
+        "zero": "0",
+        "const": "a constant",
+        "copy": "a copy",
+        "derived": "a computed value",
+    }.get(value, f"its argument `{value[6:]}`" if value.startswith("param:") else value)
+
+
+def _last(function: str) -> str:
+    return function.rsplit(".", 1)[-1]
+
+
+def _text(node: ast.AST) -> str:
+    text = ast.unparse(node)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def first_value_name(value: ast.expr) -> ast.expr | None:
+    """The ``i`` of ``i == 0``, ``0 == i``, ``i < 1``, ``i <= 0`` or ``not i`` (a name or an
+    attribute)."""
+    if isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.Not):
+        return value.operand if isinstance(value.operand, (ast.Name, ast.Attribute)) else None
+    if not (isinstance(value, ast.Compare) and len(value.ops) == 1):
+        return None
+    left, op, right = value.left, value.ops[0], value.comparators[0]
+    if isinstance(left, ast.Constant) and not isinstance(right, ast.Constant):
+        left, right = right, left
+        op = {ast.Gt: ast.Lt(), ast.GtE: ast.LtE()}.get(type(op), op)
+    if not (isinstance(left, (ast.Name, ast.Attribute)) and isinstance(right, ast.Constant)):
+        return None
+    bound = right.value
+    if isinstance(bound, bool) or not isinstance(bound, int):
+        return None
+    if (isinstance(op, (ast.Eq, ast.LtE)) and bound == 0) or (
+        isinstance(op, ast.Lt) and bound == 1
+    ):
+        return left
+    return None
+
+
+def _loop_of(name: str, ctx: Context) -> ast.AST | None:
+    for loop in reversed(ctx.loops):
+        if isinstance(loop, (ast.For, ast.AsyncFor)) and name in {
+            n.id for n in target_names(loop.target)
+        }:
+            return loop
+    return None
+
+
+def _called_by_forward(cls: ast.ClassDef, name: str) -> bool:
+    """Whether a method of ``cls`` that runs as the forward calls ``self.<name>(...)``,
+    directly or through other methods of the class."""
+    methods = {
+        m.name: m for m in cls.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))
+    }
+    todo = [m for n, m in methods.items() if runs_as_forward(n)]
+    seen: set[str] = set()
+    while todo:
+        method = todo.pop()
+        if method.name in seen:
+            continue
+        seen.add(method.name)
+        for node in ast.walk(method):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id == "self"
+            ):
+                called = node.func.attr
+                if called == name:
+                    return True
+                if called in methods:
+                    todo.append(methods[called])
+    return False
+
+
+class RunFacts:
+    """The facts of the files of a run, by state key and by called name. ``skip``: a file
+    whose facts are left out (a file's own facts are read from its tree)."""
+
+    def __init__(self, files: Iterable[tuple[str, FileFacts]] = ()) -> None:
+        self._writes: dict[str, list[Write]] = {}
+        self._calls: dict[str, list[CallFact]] = {}
+        self._getters: list[tuple[str, str, str]] = []
+        self.paths: set[str] = set()
+        self.skip: str | None = None
+        for path, facts in files:
+            self.add(path, facts)
+
+    def add(self, path: str, facts: FileFacts) -> None:
+        if facts == EMPTY:
+            return
+        self.paths.add(path)
+        for write in facts.writes:
+            self._writes.setdefault(write.key, []).append(write._replace(path=path))
+        for call in facts.calls:
+            self._calls.setdefault(call.name, []).append(call._replace(path=path))
+        self._getters.extend((name, key, path) for name, key in facts.getters)
+
+    def writes(self, key: str) -> list[Write]:
+        return [w for w in self._writes.get(key, ()) if w.path != self.skip]
+
+    def calls(self, name: str) -> list[CallFact]:
+        return [c for c in self._calls.get(name, ()) if c.path != self.skip]
+
+    @property
+    def getters(self) -> list[tuple[str, str]]:
+        return [(name, key) for name, key, path in self._getters if path != self.skip]
+
+    def without(self, path: str) -> RunFacts:
+        """The same facts less those of ``path`` (a view: nothing is copied)."""
+        if path not in self.paths:
+            return self
+        view = RunFacts()
+        view._writes, view._calls, view._getters = self._writes, self._calls, self._getters
+        view.paths, view.skip = self.paths, path
+        return view
+
+
+def lifecycle_digest(keys: Sequence[str], run: RunFacts) -> str:
+    """What verdicts reading ``keys`` (state keys, and ``fn:<name>`` for the file's own
+    re-arming functions) see of the run: "" when nothing. Two runs with the same digest give
+    the same verdicts, so a file's result is reused only when this is unchanged."""
+    if not keys:
+        return ""
+    writes = sorted(w for k in keys if not k.startswith("fn:") for w in run.writes(k))
+    names = {k[3:] for k in keys if k.startswith("fn:")}
+    names.update(_last(w.function) for w in writes)
+    calls = sorted(c for n in sorted(names) for c in run.calls(n))
+    if not (writes or calls or run.getters):
+        return ""
+    text = repr((writes, calls, sorted(run.getters)))
+    import hashlib
+
+    return hashlib.blake2b(text.encode("utf-8", "backslashreplace"), digest_size=16).hexdigest()

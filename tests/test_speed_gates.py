@@ -1,0 +1,153 @@
+"""What the command leaves alone because it cannot matter: files it never parses, modules it
+never imports. Behaviour only (which files are analysed, which modules load); the time these
+save is measured in benchmarks/."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import lint_rules.analysis
+from lint_rules import __version__
+from lint_rules.cli import command, running
+
+ROOT = Path(__file__).resolve().parent.parent
+REEXPORT = ROOT / "fixtures" / "imports" / "reexport"
+
+
+@pytest.fixture
+def analysed(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The first line of every text the run analyses (in this process: ``--jobs 1``)."""
+    seen: list[str] = []
+    real = lint_rules.analysis.analyze_source
+
+    def spy(text: str, *args: object, **kwargs: object) -> object:
+        seen.append(text.splitlines()[0] if text else "")
+        return real(text, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(lint_rules.analysis, "analyze_source", spy)
+    return seen
+
+
+def _check(capsys: pytest.CaptureFixture[str], path: Path) -> set[tuple[str, int, str]]:
+    command.main(
+        ["check", "--isolated", "--no-cache", "--jobs", "1", "--format", "json", str(path)]
+    )
+    rows = json.loads(capsys.readouterr().out or "[]")
+    return {(Path(r["path"]).name, r["line"], r["code"]) for r in rows}
+
+
+def test_no_init_is_parsed_when_no_file_can_have_a_finding(
+    tmp_path: Path, analysed: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("from .layers import Block\n")
+    (tmp_path / "pkg" / "layers.py").write_text("class Block:\n    pass\n")
+    assert _check(capsys, tmp_path) == set()
+    assert analysed == []
+
+
+def test_only_the_init_that_an_import_goes_through_is_parsed(
+    tmp_path: Path, analysed: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    tree = tmp_path / "tree"
+    shutil.copytree(REEXPORT, tree)
+    (tree / "unrelated").mkdir()
+    (tree / "unrelated" / "__init__.py").write_text("from .mod import thing  # unrelated\n")
+    (tree / "unrelated" / "mod.py").write_text("thing = 1\n")
+    found = _check(capsys, tree)
+    assert found == {("model.py", 5, "TEM002"), ("model.py", 6, "TEM001")}
+    assert "from .layers import MyLinear, make_fc" in analysed  # pkg/__init__.py: re-exports
+    assert not any("unrelated" in line for line in analysed)
+
+
+def _sample(idle: int, busy: int, own: float, wall: float) -> running.CpuSample:
+    """A ``/proc/stat`` ``cpu`` line's ticks: ``busy`` in user time, ``idle`` idle."""
+    return running.CpuSample((busy, 0, 0, idle, 0, 0, 0, 0), own, wall)
+
+
+@pytest.mark.parametrize(
+    ("idle", "busy", "own", "workers"),
+    [
+        (20, 20, 0.2, 2),  # this process on one core, the other idle: a pool of two
+        (10, 30, 0.2, 2),  # the other core half idle
+        (2, 38, 0.2, 1),  # both busy: this process and another
+        (0, 40, 0.0, 1),  # both busy with others, this one waiting: still one
+        (40, 0, 0.0, 2),  # this process asleep (reading), both idle
+    ],
+)
+def test_the_pool_follows_the_idle_cores_of_the_last_moments(
+    idle: int, busy: int, own: float, workers: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two cores, a 0.2 s window: what the machine does now decides, not the load average
+    (here 2.0: the previous run of this command, just ended, still counts in it)."""
+    before, after = _sample(0, 0, 0.0, 0.0), _sample(idle, busy, own, 0.2)
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    monkeypatch.setattr("os.cpu_count", lambda: 2)
+    monkeypatch.setattr("os.getloadavg", lambda: (2.0, 2.0, 2.0))
+    monkeypatch.setattr(running.CpuSample, "now", classmethod(lambda cls: after))
+    assert running.default_cpus(before) == workers
+    plan = running.Plan(["a", "b"], [None, None], [("a", None), ("b", None)], 10**7)
+    plan.started = before
+    assert running.pool_size(plan, None) == workers
+    assert running.pool_size(plan, 1) == 1  # --jobs is obeyed
+
+
+def test_no_proc_stat_falls_back_to_the_load_average(monkeypatch: pytest.MonkeyPatch) -> None:
+    blind = running.CpuSample(None, 0.0, 0.0)
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    monkeypatch.setattr("os.getloadavg", lambda: (0.2, 0.2, 0.2))
+    monkeypatch.setattr(running.CpuSample, "now", classmethod(lambda cls: blind))
+    assert running.default_cpus(blind) == 2
+    assert running.idle_cores(blind, blind, 2) is None
+
+
+def test_a_window_too_short_to_say_is_waited_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    samples = iter([_sample(1, 1, 0.0, 0.001), _sample(10, 0, 0.0, 0.05)])
+    slept: list[float] = []
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    monkeypatch.setattr("os.cpu_count", lambda: 2)
+    monkeypatch.setattr(running.CpuSample, "now", classmethod(lambda cls: next(samples)))
+    monkeypatch.setattr(running.time, "sleep", slept.append)
+    assert running.default_cpus(_sample(0, 0, 0.0, 0.0)) == 2
+    assert slept and 0 < slept[0] <= 0.05
+
+
+def _modules_after(tmp_path: Path, *argv: str) -> tuple[str, set[str]]:
+    """What a fresh interpreter prints for ``te-microbatch-lint ARGV`` in ``tmp_path``, and
+    the modules it has imported by the end."""
+    code = (
+        "import sys\nfrom lint_rules.cli import main\n"
+        f"status = main({list(argv)!r})\n"
+        "print('\\0' + ' '.join(sorted(sys.modules)))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True
+    )
+    out, _, modules = done.stdout.rpartition("\0")
+    return out, set(modules.split())
+
+
+def test_version_loads_nothing_of_the_command(tmp_path: Path) -> None:
+    out, modules = _modules_after(tmp_path, "--version")
+    argparse_says = "from lint_rules.cli.command import main; main(['--version'])"
+    whole = subprocess.run([sys.executable, "-c", argparse_says], capture_output=True, text=True)
+    assert out == whole.stdout == "te-microbatch-lint 0.1.0\n".replace("0.1.0", __version__)
+    assert not {m for m in modules if m.startswith("lint_rules.") and m != "lint_rules.cli"}
+    assert not {"argparse", "dataclasses", "typing"} & modules
+
+
+def test_a_check_that_writes_nothing_loads_no_writer(tmp_path: Path) -> None:
+    (tmp_path / "model.py").write_text("def f(m, x):\n    return m(x, is_first_microbatch=True)\n")
+    (tmp_path / "empty").mkdir()
+    _, modules = _modules_after(tmp_path / "empty", "check", "--no-cache", ".")
+    assert not {"lint_rules.cli.cache", "lint_rules.analysis", "lint_rules.fileio"} & modules
+    assert not {"tempfile", "random"} & modules
+    _, modules = _modules_after(tmp_path, "check", "--no-cache", "--jobs", "1", ".")
+    assert "lint_rules.analysis.core" in modules  # the file was analysed
+    assert not {"lint_rules.cli.cache", "tempfile", "random", "libcst"} & modules
