@@ -431,6 +431,9 @@ def run_explain(args: argparse.Namespace) -> int:
     if not os.path.isfile(path):
         raise UsageError(f"{path}: no such file")
     root = project_root(path)
+    relative = os.path.relpath(root)
+    if not relative.startswith(os.pardir):  # inside the cwd: paths as the user writes them
+        root = relative
     args.paths = [root]
     config = configure(args)
     discovery = discover([root], config.excludes, respect_gitignore=args.respect_gitignore)
