@@ -289,7 +289,9 @@ def check_file(
         return _syntax_outcome(path, error, digest)
     if findings:
         findings, _ = filter_noqa(findings, source.text, job.disable_noqa)
-        findings = _only_applicable_fixes(source.text, findings, job.disable_noqa)
+        from lint_rules.cli.fixcount import only_applicable_fixes
+
+        findings = only_applicable_fixes(source.text, findings, job.disable_noqa)
     reported = _reported(path, source.text, findings)
     found = {}
     if project is not None:
@@ -297,35 +299,6 @@ def check_file(
 
         found = found_in(project)
     return Outcome(path, findings=reported, digest=digest, cacheable=True, **found)
-
-
-def _only_applicable_fixes(text: str, findings: list, disable_noqa: bool) -> list:
-    """The findings, with no fix where ``fix`` would not apply it (a ``# noqa`` on a line the
-    fix spans, comments it cannot keep, an overlap), so that every face counts as ``fix`` does."""
-    if not any(f.fix is not None for f in findings):
-        return findings
-    import dataclasses
-
-    from lint_rules.fixing import apply_edits
-    from lint_rules.noqa import noqa_checker
-
-    fixable = [f for f in findings if f.fix is not None]
-    _, _, _, skipped = apply_edits(text, fixable, noqa_checker(text, disable_noqa))
-    if not skipped:
-        return findings
-    dropped = {id(f) for f in skipped}
-    return [dataclasses.replace(f, fix=None) if id(f) in dropped else f for f in findings]
-
-
-def _left_after(text: str, settings: Settings, job: Job, project: Any) -> tuple[str, ...]:
-    """The codes ``check`` reports in the fixed text: ``fix``'s "M remaining", recounted."""
-    from lint_rules.analysis import analyze_source
-    from lint_rules.noqa import filter_noqa
-
-    findings = analyze_source(text, settings, project=project)
-    if findings:
-        findings, _ = filter_noqa(findings, text, job.disable_noqa)
-    return tuple(sorted(f.code for f in findings if settings.reports(f.code)))
 
 
 @_guarded
@@ -357,7 +330,9 @@ def fix_file(
             unsafe=unsafe,
             added_imports=added,
         )
-    remaining = _left_after(result.text, settings, job, project)
+    from lint_rules.cli.fixcount import left_after
+
+    remaining = left_after(result.text, settings, job.disable_noqa, project)
     diff = unified_diff(source.text, result.text, path) if job.mode == "diff" else ""
     fixed = len(result.applied)
     if job.mode == "write":
