@@ -122,6 +122,7 @@ def test_codemod_output_passes_none_to_the_shared_layer(strategy: str) -> None:
     assert isinstance(keyword.value, ast.Constant) and keyword.value.value is None
 
 
+@pytest.mark.slow  # three training runs in subprocesses
 def test_compare_command_reports_the_divergence(
     legs: dict[str, ResumeCheckResult], runnable_backend: Backend
 ) -> None:
