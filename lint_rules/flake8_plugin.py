@@ -80,9 +80,12 @@ class TEMicrobatchChecker:
             # so every configuration file under the paths named is checked now.
             excluded = _flake8_excluded(options)
             for path in getattr(options, "filenames", None) or ["."]:
-                if path != "-":
-                    cls.resolver.settings_for(path)
-                    cls.resolver.check_tree(path, skip=excluded)
+                if path == "-":  # stdin: the configuration of the name it is shown as
+                    shown = getattr(options, "stdin_display_name", None) or "stdin"
+                    cls.resolver.settings_for(shown if shown not in ("-", "stdin") else ".")
+                    continue
+                cls.resolver.settings_for(path)
+                cls.resolver.check_tree(path, skip=excluded)
         except SettingsError as error:
             _usage_error(str(error))
 
@@ -91,7 +94,10 @@ class TEMicrobatchChecker:
         if not mentions_flag(source):
             return
         path = self.filename if self.filename not in ("-", "stdin") else "."
-        settings = self.resolver.settings_for(path)
+        try:
+            settings = self.resolver.settings_for(path)
+        except SettingsError as error:  # a file met only now (never a traceback)
+            _usage_error(str(error))
         for finding in analyze_tree(self.tree, settings, source, fixes=False):
             yield finding.line, finding.col, flake8_message(finding, path), type(self)
 

@@ -285,6 +285,20 @@ through the outputs of both:
   backward) and is not reported; a loop that runs none, followed by a backward, is
   (`tem005_microbatch_loop.py`).
 
+**A repeated stateful TE wrapper.** A class whose method passes its own attribute to TE as the
+flag (`super().forward(x, is_first_microbatch=self.is_first_microbatch)`, a local computed
+from it as Megatron's `TELinear` does, or the attribute passed positionally) is a stateful TE
+wrapper: no flag appears where the
+module holding it is called. A call, in a module's code, of a module the class holds (`self.x`,
+`self.layers[0]`) that is or holds such a wrapper, through attributes, `ModuleList`s and
+classes of the file (and, in a CLI run over several files, TE subclasses of the other files),
+is TEM005 when it runs more than once per forward: in a loop that does not pick another module
+each time (also `self.layers[0 if repeated else i]`, directly or through a local), or twice in
+one function. It is reported at the first such call, with the chain from it to the wrapper as
+evidence, and no fix there: the fix (`None`) belongs in the wrapper
+(`tem005_stateful_wrapper.py`). Layers built from specs the analysis cannot follow (Megatron's
+`ModuleSpec`s) are not tied statically: the runtime monitor catches those.
+
 **Why.** Backward runs in reverse, so the first call's weight gradient is written last. When
 that call's flag is `True` (the first microbatch after a resume, or every step under FP8, where
 the tracked flag is re-armed), it overwrites what the other calls accumulated into `main_grad`.

@@ -533,7 +533,8 @@ class ConfigResolver:
         self._by_folder: dict[str, Settings] = {}
         self._by_file: dict[Path | None, Settings] = {}
         if self.config is not None and not self.config.is_file():
-            raise SettingsError(f"{config}: configuration file does not exist")
+            what = "is not a regular file" if self.config.exists() else "does not exist"
+            raise SettingsError(f"{config}: configuration file {what}")
         # Fail at load, not on the first file: the flags, and an explicit file, are checked now.
         self._load(self.config if not isolated else None)
 

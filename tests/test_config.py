@@ -180,10 +180,15 @@ from my_project.imports import try_import
 Linear, HAVE_TE = try_import("transformer_engine.pytorch", "Linear")
 
 
-def forward(x):
-    return Linear(4, 4)(x, is_first_microbatch=True)
+class Block:
+    def __init__(self):
+        self.fc = Linear(4, 4)
+        self.flag = True
+
+    def forward(self, x):
+        return self.fc(x, is_first_microbatch=self.flag)
 """
-"""Line 7: a TE Linear only when ``try_import`` is a configured import helper."""
+"""Line 11: a TE Linear only when ``try_import`` is a configured import helper."""
 
 
 def test_import_helpers_reach_every_face(tmp_path: Path) -> None:
@@ -191,20 +196,20 @@ def test_import_helpers_reach_every_face(tmp_path: Path) -> None:
     helper's string arguments an import of TE, so the call is a TE ``Linear`` (not unresolved)."""
     write(tmp_path / "model.py", HELPER_FILE)
     plain = te_lint("check", "--isolated", "model.py", cwd=tmp_path)
-    assert "unresolved `Linear(4, 4)`" in plain.stdout, plain.stdout
+    assert "unresolved `self.fc`" in plain.stdout, plain.stdout
     flag = te_lint(
         "check", "--isolated", "--import-helpers", "try_import", "model.py", cwd=tmp_path
     )
-    assert "TE Linear `Linear(4, 4)`" in flag.stdout, flag.stdout
+    assert "TE Linear `self.fc`" in flag.stdout, flag.stdout
     write(
         tmp_path / "pyproject.toml", '[tool.te-microbatch-lint]\nimport-helpers = ["try_import"]\n'
     )
     config = te_lint("check", "model.py", cwd=tmp_path)
-    assert "TE Linear `Linear(4, 4)`" in config.stdout, config.stdout
+    assert "TE Linear `self.fc`" in config.stdout, config.stdout
     done = flake8(
         "--isolated", "--select", "TEM", "--te-import-helpers=try_import", "model.py", cwd=tmp_path
     )
-    assert "TE Linear `Linear(4, 4)`" in done.stdout, done.stdout
+    assert "TE Linear `self.fc`" in done.stdout, done.stdout
 
 
 def test_libcst_runner_bad_value(tmp_path: Path) -> None:

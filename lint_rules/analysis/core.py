@@ -17,6 +17,7 @@ from lint_rules.analysis.lifecycle import Judgement, Lifecycle
 from lint_rules.analysis.prefilter import state_lines, te_file
 from lint_rules.analysis.project import Project
 from lint_rules.analysis.resolve import Resolver
+from lint_rules.analysis.stateful import StatefulCheck
 from lint_rules.analysis.symbols import ModuleSymbols, Scope
 from lint_rules.analysis.tracking import Tracker
 from lint_rules.analysis.walk import (
@@ -30,7 +31,7 @@ from lint_rules.analysis.walk import (
 from lint_rules.findings import Evidence, Finding, Fix, ast_lines
 from lint_rules.rules import format_message
 from lint_rules.settings import Settings
-from lint_rules.te import TE_ROOT
+from lint_rules.te import FLAG, TE_ROOT
 
 
 class Analysis:
@@ -90,7 +91,7 @@ class Analysis:
         self.gradients = Gradients(self.resolver, self.tree)
         self.tracker = Tracker(self.symbols, guards, settings.tracked_functions)
         run = self.project.lifecycle if self.project is not None else None
-        self.lifecycle = Lifecycle(self.tree, run)
+        self.lifecycle = Lifecycle(self.tree, run, self.source)
         self.forwarders = Forwarders()
         self.fixes: FixBuilder | NoFixes = (
             FixBuilder(
@@ -115,6 +116,8 @@ class Analysis:
         if not self._pending:
             self.forwarders.finish(self)
         checks.tem005_called_twice(self)
+        if not self._pending and (self.source is None or FLAG in self.source):
+            StatefulCheck(self).run()
         self._share_fixes()
         self.findings.sort(key=lambda f: f.sort_key)
         return self.findings

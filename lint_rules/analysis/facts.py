@@ -28,7 +28,7 @@ class Write(NamedTuple):
     function: str
     """The qualified name of the function it sits in (``Class.method``); "" at module level."""
     conditions: tuple[str, ...]
-    """The configuration conditions it runs under (``condition_text``), outermost first."""
+    """The conditions on the run it runs under (``condition_text``), outermost first."""
     line: int
     col: int
     path: str | None = None
@@ -55,41 +55,64 @@ class FileFacts(NamedTuple):
 
 EMPTY = FileFacts()
 
-_EXISTENCE = frozenset({"hasattr", "getattr", "isinstance", "callable", "issubclass"})
-CONFIGURATION_WORDS = ("config", "fp8", "fp4", "quant", "kitchen", "recipe", "precision")
-"""A condition that reads one of these is a condition on the run's configuration: a re-arm
-under it keeps the flag only in the runs it holds in. Existence tests (``hasattr(m, ...)``),
-counters (``n % k == 0``), modes (``self.training``) and the step's own first-microbatch test
-are per-step control flow, not configuration."""
+_EXISTENCE = frozenset({"hasattr", "isinstance", "callable", "issubclass"})
+_NONE: frozenset[str] = frozenset()
 MODE_ATTRIBUTES = frozenset({"training"})
 """State that torch itself keeps every phase (``module.train()``/``eval()``)."""
 
 
-def condition_text(test: ast.expr, outcome: bool) -> str | None:
-    """The condition a branch adds, as the user wrote it (``not (...)`` on the else side), when
-    it reads the configuration; None for per-step control flow."""
-    if _is_existence(test):
+def condition_text(test: ast.expr, outcome: bool, flags: frozenset[str] = _NONE) -> str | None:
+    """The condition a branch adds, as the user wrote it (``not (...)`` on the else side); None
+    when it is per-step control flow (``per_step``). ``flags``: the function's locals that only
+    ever hold constants (``found = False`` ... ``found = True``)."""
+    if per_step(test, flags):
         return None
-    text = ast.unparse(test)
-    lowered = text.lower()
-    if not any(word in lowered for word in CONFIGURATION_WORDS):
-        return None
-    text = " ".join(text.split())
+    text = " ".join(ast.unparse(test).split())
     if len(text) > 100:
         text = text[:97] + "..."
     return text if outcome else f"not ({text})"
 
 
-def _is_existence(test: ast.expr) -> bool:
+def per_step(test: ast.expr, flags: frozenset[str] = _NONE) -> bool:
+    """Whether a test is control flow every step takes the same way in every run, not a
+    condition on the run (its configuration, a switch): existence tests (``hasattr(m, ...)``,
+    ``isinstance``, ``x is None`` on a local), counters (``n % k == 0``), modes
+    (``self.training``, ``torch.is_grad_enabled()``), the step's own first-microbatch test (a
+    name that spells ``first``) and the function's own constant flags."""
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        return _is_existence(test.operand)
+        return per_step(test.operand, flags)
     if isinstance(test, ast.BoolOp):
-        return all(_is_existence(v) for v in test.values)
-    return (
-        isinstance(test, ast.Call)
-        and isinstance(test.func, ast.Name)
-        and test.func.id in _EXISTENCE
-    )
+        return all(per_step(v, flags) for v in test.values)
+    if isinstance(test, ast.Call):
+        func = test.func
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        return name in _EXISTENCE or name == "is_grad_enabled"
+    if isinstance(test, ast.Compare):
+        parts = [test.left, *test.comparators]
+        if any(isinstance(p, ast.BinOp) and isinstance(p.op, ast.Mod) for p in parts):
+            return True
+        return (
+            isinstance(test.left, ast.Name)
+            and all(isinstance(op, (ast.Is, ast.IsNot)) for op in test.ops)
+            and all(isinstance(c, ast.Constant) and c.value is None for c in test.comparators)
+        )
+    if isinstance(test, ast.Attribute):
+        return test.attr in MODE_ATTRIBUTES or "first" in test.attr.lower()
+    if isinstance(test, ast.Name):
+        return test.id in flags or "first" in test.id.lower()
+    return False
+
+
+def constant_flags(function: ast.AST) -> frozenset[str]:
+    """The locals of ``function`` that every assignment gives a constant."""
+    values: dict[str, bool] = {}
+    for node in ast.walk(function):
+        if isinstance(node, ast.Assign):
+            constant = isinstance(node.value, ast.Constant)
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    values[target.id] = values.get(target.id, True) and constant
+    return frozenset(name for name, constant in values.items() if constant)
 
 
 def write_value(value: ast.expr | None, params: frozenset[str]) -> str:
@@ -136,6 +159,7 @@ class _Collector:
         self.calls: list[CallFact] = []
         self.getters: list[tuple[str, str]] = []
         self.globals_: set[str] = set()
+        self.flags: dict[str, frozenset[str]] = {}
 
     def wanted(self, node: ast.stmt) -> bool:
         lines = self.lines
@@ -157,11 +181,11 @@ class _Collector:
                 self.stmt(stmt, function, conditions, params, declared)
             if isinstance(stmt, ast.If):  # `if not cfg.fp8: return`: what follows needs cfg
                 if stmt.body and _leaves(stmt.body[-1]):
-                    extra = condition_text(stmt.test, False)
+                    extra = condition_text(stmt.test, False, self.flags.get(function, _NONE))
                     if extra:
                         conditions = (*conditions, extra)
                 elif stmt.orelse and _leaves(stmt.orelse[-1]):
-                    extra = condition_text(stmt.test, True)
+                    extra = condition_text(stmt.test, True, self.flags.get(function, _NONE))
                     if extra:
                         conditions = (*conditions, extra)
 
@@ -182,6 +206,7 @@ class _Collector:
             )
             if not function:
                 self._getter(stmt)
+            self.flags[qual] = constant_flags(stmt)
             self.body(stmt.body, qual, (), _params(stmt), inner)
             return
         if kind is ast.ClassDef:
@@ -189,34 +214,31 @@ class _Collector:
             qual = f"{function}.{stmt.name}" if function else stmt.name
             self.body(stmt.body, qual, conditions, params, declared)
             return
-        if kind in (ast.If, ast.While):
-            test = stmt.test  # type: ignore[attr-defined]
-            self._calls(test, function)
-            yes = condition_text(test, True)
-            no = condition_text(test, False)
-            self.body(
-                stmt.body, function, (*conditions, yes) if yes else conditions, params, declared
-            )  # type: ignore[attr-defined]
-            self.body(
-                stmt.orelse, function, (*conditions, no) if no else conditions, params, declared
-            )  # type: ignore[attr-defined]
+        if isinstance(stmt, (ast.If, ast.While)):
+            self._calls(stmt.test, function)
+            flags = self.flags.get(function, _NONE)
+            yes = condition_text(stmt.test, True, flags)
+            no = condition_text(stmt.test, False, flags)
+            body = (*conditions, yes) if yes else conditions
+            orelse = (*conditions, no) if no else conditions
+            self.body(stmt.body, function, body, params, declared)
+            self.body(stmt.orelse, function, orelse, params, declared)
             return
-        if kind in (ast.For, ast.AsyncFor):
-            self._calls(stmt.iter, function)  # type: ignore[attr-defined]
-            self.body(stmt.body, function, conditions, params, declared)  # type: ignore[attr-defined]
-            self.body(stmt.orelse, function, conditions, params, declared)  # type: ignore[attr-defined]
+        if isinstance(stmt, (ast.For, ast.AsyncFor)):
+            self._calls(stmt.iter, function)
+            self.body(stmt.body, function, conditions, params, declared)
+            self.body(stmt.orelse, function, conditions, params, declared)
             return
-        if kind in (ast.With, ast.AsyncWith):
-            for item in stmt.items:  # type: ignore[attr-defined]
+        if isinstance(stmt, (ast.With, ast.AsyncWith)):
+            for item in stmt.items:
                 self._calls(item.context_expr, function)
-            self.body(stmt.body, function, conditions, params, declared)  # type: ignore[attr-defined]
+            self.body(stmt.body, function, conditions, params, declared)
             return
-        blocks = [getattr(stmt, name, None) for name in ("body", "orelse", "finalbody")]
         if kind.__name__ in ("Try", "TryStar"):
             for handler in stmt.handlers:  # type: ignore[attr-defined]
                 self.body(handler.body, function, conditions, params, declared)
-            for block in blocks:
-                self.body(block or (), function, conditions, params, declared)
+            for name in ("body", "orelse", "finalbody"):
+                self.body(getattr(stmt, name), function, conditions, params, declared)
             return
         if kind.__name__ == "Match":
             for case in stmt.cases:  # type: ignore[attr-defined]

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from lint_rules.analysis import prefilter
 from lint_rules.analysis.lifecycle import Verdict
-from lint_rules.analysis.walk import MODULE_CONTEXT, Walker
 from lint_rules.analysis.nodes import dotted
+from lint_rules.analysis.walk import MODULE_CONTEXT, Walker
 from lint_rules.findings import Evidence
 
 if TYPE_CHECKING:
@@ -29,12 +29,12 @@ if TYPE_CHECKING:
 
 
 class Forwarder(NamedTuple):
-    """``name`` passes its parameter ``param`` (position ``index`` after ``self``) to TE."""
+    """``name`` passes its parameter ``param`` (position ``position`` after ``self``) to TE."""
 
     name: str
     method: bool
     param: str
-    index: int | None
+    position: int | None
     target: str
     """Where it goes, as messages name a callee (``TE Linear `self.fc```)."""
     line: int
@@ -162,10 +162,9 @@ def _argument(call: ast.Call, forwarder: Forwarder) -> tuple[ast.expr | None, as
     for keyword in call.keywords:
         if keyword.arg == forwarder.param:
             return keyword.value, keyword
-    index = forwarder.index
+    index = forwarder.position
     if index is not None and len(call.args) > index:
         if any(isinstance(arg, ast.Starred) for arg in call.args[: index + 1]):
             return None, None
         return call.args[index], None
     return None, None
-

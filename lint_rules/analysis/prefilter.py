@@ -109,6 +109,7 @@ one of these (any case): ``self.is_first_microbatch = True``, ``set_is_first_mic
 ``decoder.current_microbatch = i``, ``_IS_FIRST_MICROBATCH = v``. The file's own verdicts read
 every statement of the file."""
 
+
 def state_lines(text: str) -> list[int] | None:
     """The lines (1-based, ascending) whose statements a run shares as lifecycle facts;
     None with the gates off (every statement)."""

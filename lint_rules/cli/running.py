@@ -12,6 +12,7 @@ libcst is imported only by ``fixing`` (guard strategy), flake8 never.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import sys
@@ -306,7 +307,7 @@ def fix_file(
     job: Job, path: str, settings: Settings, source: Any = None, project: Any = None
 ) -> Outcome:
     """Fix one file: write it (mode ``write``), or only say what would change."""
-    from lint_rules.fileio import read_source, signals_held, write_source_atomic
+    from lint_rules.fileio import SourceError, read_source, signals_held, write_source_atomic
     from lint_rules.fixing import FixError, fix_source
 
     source = source or read_source(path)
@@ -337,9 +338,21 @@ def fix_file(
     fixed = len(result.applied)
     if job.mode == "write":
         with signals_held():  # the rename and its report line, or neither
-            write_source_atomic(source, result.text)
-            if job.name_writes:
-                print(f"fixed {path} ({fixed_count(fixed)})", file=sys.stderr, flush=True)
+            try:
+                write_source_atomic(source, result.text)
+            except SourceError as error:  # nothing written: every finding is still there
+                codes = [f.code for f in (*result.applied, *result.remaining)]
+                return Outcome(
+                    path,
+                    error=error.reason,
+                    notes=notes,
+                    remaining=tuple(sorted(codes)),
+                    unsafe=unsafe,
+                    added_imports=added,
+                )
+            if job.name_writes:  # one write per line: lines from workers never interleave
+                sys.stderr.write(f"fixed {shown_path(path)} ({fixed_count(fixed)})\n")
+                sys.stderr.flush()
     return Outcome(
         path,
         changed=True,
@@ -350,6 +363,17 @@ def fix_file(
         remaining=remaining,
         unsafe=unsafe,
         added_imports=added,
+    )
+
+
+def shown_path(path: str) -> str:
+    """``path`` as printed: control characters (a newline, an escape) escaped, so that a
+    report line stays one line and the terminal is not driven by a file name."""
+    if not any(ord(c) < 32 or ord(c) == 127 for c in path):
+        return path
+    return "".join(
+        c.encode("unicode_escape").decode("ascii") if ord(c) < 32 or ord(c) == 127 else c
+        for c in path
     )
 
 
@@ -372,11 +396,65 @@ def unified_diff(old: str, new: str, path: str) -> str:
     return "".join(out)
 
 
-def _worker_init() -> None:
-    """Pool initializer: an interrupted ``fix`` leaves no temporary file behind."""
-    from lint_rules.fileio import install_cleanup_handlers
+def _worker_init(write: bool, parent: int) -> None:
+    """Pool initializer: an interrupted ``fix`` leaves no temporary file behind, and a worker
+    never outlives the run (Linux: it gets SIGTERM when its parent dies, even of SIGKILL)."""
+    if write:
+        from lint_rules.fileio import install_cleanup_handlers
 
-    install_cleanup_handlers()
+        install_cleanup_handlers()
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM))  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # pragma: no cover - not Linux
+        pass
+    if os.getppid() != parent:  # the parent died before the prctl
+        os._exit(1)
+
+
+@contextlib.contextmanager
+def _reaped(pool: Any) -> Iterator[None]:
+    """While the pool runs: SIGTERM, SIGHUP and SIGINT end its workers first, then do what
+    they did before (the workers would otherwise stay blocked on the call queue, holding the
+    run's stdout, or hang Ctrl-C in multiprocessing's exit join); so does any exception."""
+    import signal
+    import threading
+
+    def reap() -> None:
+        for process in list(getattr(pool, "_processes", {}).values()):
+            with contextlib.suppress(Exception):
+                process.terminate()  # SIGTERM: a writing worker finishes its rename first
+
+    owner = os.getpid()
+    previous: dict[int, Any] = {}
+
+    def handler(signum: int, frame: Any) -> None:
+        if os.getpid() == owner:
+            reap()
+        old = previous.get(signum, signal.SIG_DFL)
+        if callable(old):
+            old(signum, frame)
+        elif old != signal.SIG_IGN:
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+
+    if threading.current_thread() is threading.main_thread():
+        for name in ("SIGTERM", "SIGHUP", "SIGINT"):
+            signum = getattr(signal, name, None)
+            if signum is not None and signal.getsignal(signum) != signal.SIG_IGN:
+                previous[signum] = signal.getsignal(signum)
+                signal.signal(signum, handler)
+    try:
+        yield
+    except BaseException:
+        reap()
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    finally:
+        for signum, old in previous.items():
+            signal.signal(signum, old)
 
 
 def _task(work: Work, job: Job, item: tuple[Any, ...]) -> Outcome:
@@ -499,8 +577,8 @@ def _parse(
     from concurrent.futures import ProcessPoolExecutor
 
     chunksize = max(1, min(16, len(files) // (workers * 8)))
-    initializer = _worker_init if job.mode == "write" else None
-    with ProcessPoolExecutor(max_workers=workers, initializer=initializer) as pool:
+    init = functools.partial(_worker_init, job.mode == "write", os.getpid())
+    with ProcessPoolExecutor(max_workers=workers, initializer=init) as pool, _reaped(pool):
         yield from pool.map(task, files, chunksize=chunksize)
 
 
