@@ -63,11 +63,12 @@ class TEMicrobatchChecker:
     def parse_options(cls, options: argparse.Namespace) -> None:
         overrides: dict[str, Any] = {}
         for option in FLAKE8_OPTIONS:
-            value = getattr(options, option.flake8_name.replace("-", "_"), None)
+            name = option.flake8_name or option.key  # FLAKE8_OPTIONS: flake8_name is set
+            value = getattr(options, name.replace("-", "_"), None)
             if value is None or value == [] or value == "":
                 continue  # unset in flake8's configuration: the pyproject table decides
             try:
-                overrides[option.field] = option.check(option.flake8_name, value)
+                overrides[option.field] = option.check(name, value)
             except SettingsError as error:
                 _usage_error(f"{error} (flake8 option --{option.flake8_name})")
         try:

@@ -110,7 +110,7 @@ class ResultCache:
         if self.now - when > 86400:
             entry[0] = self.now
             self.dirty = True
-        return Outcome(path, findings=found, **project)
+        return Outcome(path, findings=found, **project)  # type: ignore[arg-type]
 
     def put(self, outcome: Outcome) -> None:
         if not (outcome.cacheable and outcome.digest):
@@ -166,7 +166,7 @@ MAX_BYTES = 1 << 28
 """A cache file larger than this is not read (it is not one this tool wrote)."""
 
 
-_TYPES = {
+_TYPES: dict[str, type | tuple[type, ...]] = {
     "code": str, "message": str, "line": int, "column": int, "end_line": int,
     "end_column": int, "char_column": int, "end_char_column": int, "fixable": bool,
     "applicability": (str, type(None)), "fingerprint": str, "verdict": str, "evidence": list,

@@ -435,13 +435,16 @@ def run_explain(args: argparse.Namespace) -> int:
     if not os.path.isfile(path):
         raise UsageError(f"{path}: no such file")
     root = project_root(path)
+    relative = os.path.relpath(root)
+    if not relative.startswith(os.pardir):  # inside the cwd: paths as the user writes them
+        root = relative
     args.paths = [root]
     config = configure(args)
     discovery = discover([root], config.excludes, respect_gitignore=args.respect_gitignore)
     if not any(os.path.samefile(found, path) for found in discovery.files):
         discovery.files.append(path)  # excluded there: explain it anyway, with the others
     job = Job(disable_noqa=args.disable_noqa, mode="check")
-    findings = []
+    findings: list[Any] = []
     for outcome in _outcomes(args, config, check_file, job, discovery.files):
         settings = config.settings_of(outcome.path)
         findings.extend(f for f in outcome.findings if settings.reports(f.code))

@@ -290,7 +290,9 @@ def check_file(
         return _syntax_outcome(path, error, digest)
     if findings:
         findings, _ = filter_noqa(findings, source.text, job.disable_noqa)
-        findings = _only_applicable_fixes(source.text, findings, job.disable_noqa)
+        from lint_rules.cli.fixcount import only_applicable_fixes
+
+        findings = only_applicable_fixes(source.text, findings, job.disable_noqa)
     reported = _reported(path, source.text, findings)
     found = {}
     if project is not None:
@@ -298,35 +300,6 @@ def check_file(
 
         found = found_in(project)
     return Outcome(path, findings=reported, digest=digest, cacheable=True, **found)
-
-
-def _only_applicable_fixes(text: str, findings: list, disable_noqa: bool) -> list:
-    """The findings, with no fix where ``fix`` would not apply it (a ``# noqa`` on a line the
-    fix spans, comments it cannot keep, an overlap), so that every face counts as ``fix`` does."""
-    if not any(f.fix is not None for f in findings):
-        return findings
-    import dataclasses
-
-    from lint_rules.fixing import apply_edits
-    from lint_rules.noqa import noqa_checker
-
-    fixable = [f for f in findings if f.fix is not None]
-    _, _, _, skipped = apply_edits(text, fixable, noqa_checker(text, disable_noqa))
-    if not skipped:
-        return findings
-    dropped = {id(f) for f in skipped}
-    return [dataclasses.replace(f, fix=None) if id(f) in dropped else f for f in findings]
-
-
-def _left_after(text: str, settings: Settings, job: Job, project: Any) -> tuple[str, ...]:
-    """The codes ``check`` reports in the fixed text: ``fix``'s "M remaining", recounted."""
-    from lint_rules.analysis import analyze_source
-    from lint_rules.noqa import filter_noqa
-
-    findings = analyze_source(text, settings, project=project)
-    if findings:
-        findings, _ = filter_noqa(findings, text, job.disable_noqa)
-    return tuple(sorted(f.code for f in findings if settings.reports(f.code)))
 
 
 @_guarded
@@ -346,14 +319,21 @@ def fix_file(
         return Outcome(path, error=f"not fixed: {error}")
     notes = tuple(result.notes)
     new_text = result.text if job.mode == "stdout" else None
-    left = {
-        "remaining": tuple(sorted(f.code for f in result.remaining)),
-        "unsafe": len(result.unsafe),
-        "added_imports": tuple(result.added_imports),
-    }
+    remaining = tuple(sorted(f.code for f in result.remaining))
+    unsafe = len(result.unsafe)
+    added = tuple(result.added_imports)
     if not result.changed or result.text == source.text:
-        return Outcome(path, notes=notes, new_text=new_text, **left)  # type: ignore[arg-type]
-    left["remaining"] = _left_after(result.text, settings, job, project)
+        return Outcome(
+            path,
+            notes=notes,
+            new_text=new_text,
+            remaining=remaining,
+            unsafe=unsafe,
+            added_imports=added,
+        )
+    from lint_rules.cli.fixcount import left_after
+
+    remaining = left_after(result.text, settings, job.disable_noqa, project)
     diff = unified_diff(source.text, result.text, path) if job.mode == "diff" else ""
     fixed = len(result.applied)
     if job.mode == "write":
@@ -362,14 +342,28 @@ def fix_file(
                 write_source_atomic(source, result.text)
             except SourceError as error:  # nothing written: every finding is still there
                 codes = [f.code for f in (*result.applied, *result.remaining)]
-                left["remaining"] = tuple(sorted(codes))
-                return Outcome(path, error=error.reason, notes=notes, **left)  # type: ignore[arg-type]
+                return Outcome(
+                    path,
+                    error=error.reason,
+                    notes=notes,
+                    remaining=tuple(sorted(codes)),
+                    unsafe=unsafe,
+                    added_imports=added,
+                )
             if job.name_writes:  # one write per line: lines from workers never interleave
                 sys.stderr.write(f"fixed {shown_path(path)} ({fixed_count(fixed)})\n")
                 sys.stderr.flush()
     return Outcome(
-        path, changed=True, fixed=fixed, notes=notes, diff=diff, new_text=new_text, **left
-    )  # type: ignore[arg-type]
+        path,
+        changed=True,
+        fixed=fixed,
+        notes=notes,
+        diff=diff,
+        new_text=new_text,
+        remaining=remaining,
+        unsafe=unsafe,
+        added_imports=added,
+    )
 
 
 def shown_path(path: str) -> str:
@@ -433,7 +427,8 @@ def _reaped(pool: Any) -> Iterator[None]:
             with contextlib.suppress(Exception):
                 process.terminate()  # SIGTERM: a writing worker finishes its rename first
 
-    owner, previous = os.getpid(), {}
+    owner = os.getpid()
+    previous: dict[int, Any] = {}
 
     def handler(signum: int, frame: Any) -> None:
         if os.getpid() == owner:

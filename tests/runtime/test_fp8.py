@@ -28,11 +28,16 @@ from lint_rules.runtime.scenarios import (  # noqa: E402
     fp8_weight_cache,
 )
 
+QUICK_KIND = "Linear"
+"""The module class the quick tier runs the whole policy matrix on; the others are slow."""
+
 
 @pytest.mark.parametrize("recipe", ["delayed", "current"])
 @pytest.mark.parametrize("resume_at", [None, 2], ids=["straight", "resumed"])
 @pytest.mark.parametrize("policy", list(FP8_POLICIES))
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize(
+    "kind", [k if k == QUICK_KIND else pytest.param(k, marks=pytest.mark.slow) for k in KINDS]
+)
 def test_fp8_weight_cache(
     fp8_backend: Backend, kind: str, policy: str, resume_at: int | None, recipe: str
 ) -> None:
