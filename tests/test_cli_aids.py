@@ -150,6 +150,9 @@ def test_explain_prints_the_findings_at_a_line(tree: Path, capsys) -> None:
     assert main(["explain", "pkg/model.py:3"]) == 0
     assert "no finding on this line" in capsys.readouterr().out
     assert main(["explain", "pkg/model.py"]) == 2
+    # the place as flake8 and ruff print it, column included
+    assert main(["explain", "pkg/model.py:12:28"]) == 1
+    assert capsys.readouterr().out.startswith("pkg/model.py:12:28: TEM001 ")
 
 
 def test_fix_remaining_is_what_check_then_reports(tree: Path, capsys) -> None:

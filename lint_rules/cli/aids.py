@@ -139,9 +139,15 @@ def project_root(path: str) -> str:
 
 
 def parse_place(place: str) -> tuple[str, int]:
+    """``PATH:LINE``, or ``PATH:LINE:COL`` as flake8 and ruff print a finding (the column is
+    not needed: every finding on the line is explained)."""
     path, sep, line = place.rpartition(":")
+    if sep and line.isdigit() and path:
+        head, sep2, first = path.rpartition(":")
+        if sep2 and first.isdigit() and head and not os.path.isfile(path):
+            path, line = head, first  # PATH:LINE:COL
     if not sep or not line.isdigit() or not path:
-        raise ValueError(f"expected PATH:LINE, not {place!r}")
+        raise ValueError(f"expected PATH:LINE (or PATH:LINE:COL), not {place!r}")
     return path, int(line)
 
 
