@@ -150,6 +150,10 @@ def reaches(name: str, modules: set[str], ordered: list[str]) -> bool:
     return at < len(ordered) and ordered[at].startswith(name + ".")
 
 
+def _is_init(path: str) -> bool:
+    return os.path.basename(path) == "__init__.py"
+
+
 def needed(
     waiting: Mapping[int, Any],
     module_names: Mapping[int, list[str]],
@@ -199,9 +203,11 @@ def run_crossfile(
         path = plan.files[place]
         return Project(layout[place][1], index, facts.without(path) if facts else None)
 
-    def analyse(places: list[int], index: Index, first: bool = False) -> Iterator[None]:
+    def analyse(
+        places: list[int], index: Index, first: bool = False, alone: bool = False
+    ) -> Iterator[None]:
         items = [(plan.files[p], settings[p], project(p, index)) for p in places]
-        pool = workers if first or len(places) >= REDO_POOL_MIN else 1
+        pool = workers if alone or len(places) >= REDO_POOL_MIN else 1
         for place, outcome in zip(places, _parse(check_file, check, items, pool)):
             outcomes[place] = outcome
             if first and on_parsed is not None:
@@ -231,7 +237,11 @@ def run_crossfile(
         if outcome.error is not None:
             return False  # not parsed: nothing it could use
         used = used_digest(outcome.names, index, keys)
-        life = lifecycle_digest(outcome.keys, facts.without(outcome.path)) if facts and outcome.keys else ""
+        life = (
+            lifecycle_digest(outcome.keys, facts.without(outcome.path))
+            if facts and outcome.keys
+            else ""
+        )
         if life:
             used = f"{used}/{life}"
         return outcome.used != used or outcome.package != layout[place][1]
@@ -239,16 +249,26 @@ def run_crossfile(
     # The first pass reads the exports of the files found in the cache: in an incremental run
     # a changed file that uses them is then analysed once, not twice.
     given = 0
-    facts: RunFacts | None = None  # the first pass shares them: known after it
-    cached = build_index(outcomes, module_names)
-    for _ in analyse([p for p in active if outcomes[p] is None], cached, first=True):
-        while checking and given < len(outcomes) and final(given):
-            yield outcomes[given]  # type: ignore[misc]
-            given += 1
-    waiting = dict(plan.deferred)
     index: Index = {}
+    facts: RunFacts | None = None  # the first pass shares them: known after it
+    # The files that import TE go first: they define the TE subclasses and factories the
+    # others use, which then see them in their first analysis instead of a second one.
+    todo = [p for p in active if outcomes[p] is None]
+    waves = [
+        [p for p in todo if p in plan.te_importers],
+        [p for p in todo if p not in plan.te_importers],
+    ]
+    waves = [wave for wave in waves if wave]
+    for wave in waves:
+        index = build_index(outcomes, module_names)
+        for _ in analyse(wave, index, first=True, alone=len(waves) == 1):
+            while checking and given < len(outcomes) and final(given):
+                yield outcomes[given]  # type: ignore[misc]
+                given += 1
+    waiting = dict(plan.deferred)
+    index = {}
     facts = run_facts(outcomes, active)
-    rounds = 0
+    rounds = settling = 0
     while True:
         index = build_index(outcomes, module_names)
         through = needed(waiting, module_names, [outcomes[p] for p in active], bool(index))
@@ -264,7 +284,14 @@ def run_crossfile(
         again = [place for place in active if stale(place, index, keys)]
         if not again or rounds == MAX_ROUNDS:
             break
-        rounds += 1
+        # The files that export go first, until what they export settles: a file that only
+        # uses the index is then analysed again once, not once per link of a chain.
+        exporting = [p for p in again if outcomes[p].exports or _is_init(plan.files[p])]  # type: ignore[union-attr]
+        if exporting and len(exporting) < len(again) and settling < MAX_ROUNDS:
+            settling += 1
+            again = exporting
+        else:
+            rounds += 1
         for _ in analyse(again, index):
             pass
     for place in waiting:  # read for nothing: done as a file the prefilter rules out

@@ -180,7 +180,12 @@ def _reported(path: str, text: str, findings: Iterable[Any]) -> tuple[Reported, 
             fingerprint=fingerprint,
             verdict=getattr(f, "verdict", ""),
             evidence=tuple(
-                (e.path if e.path is not None else path, e.line, e.col + 1 if e.line else 0, e.message)
+                (
+                    e.path if e.path is not None else path,
+                    e.line,
+                    e.col + 1 if e.line else 0,
+                    e.message,
+                )
                 for e in getattr(f, "evidence", ())
             ),
         )
@@ -332,6 +337,9 @@ class Plan:
     """Packages' ``__init__.py`` that fail the prefilter but import, and share no lifecycle
     fact (a run over several files): read for the index only if a file of the run imports
     from them (``cli.crossfile``)."""
+    te_importers: set[int] = field(default_factory=set)
+    """The places of the files to parse whose text imports TE (``cli.crossfile`` analyses
+    them first)."""
     started: CpuSample | None = None
     """The machine's CPU time when the first pass began (``default_cpus``)."""
 
@@ -353,13 +361,14 @@ def plan_files(
     if not files:  # nothing to read: neither the prefilter nor the reader is imported
         return Plan([], [], [], 0, started=started)
     from lint_rules.analysis import mentions_flag
-    from lint_rules.analysis.prefilter import mentions_state
+    from lint_rules.analysis.prefilter import imports_te, mentions_state
     from lint_rules.fileio import SourceError, read_source
 
     done: list[Outcome | None] = []
     to_parse: list[tuple[str, Settings]] = []
     passed: list[tuple[int, Settings]] = []
     deferred: list[tuple[int, Settings]] = []
+    te_importers: set[int] = set()
     size = 0
     for path in files:
         outcome = None
@@ -388,10 +397,12 @@ def plan_files(
                 if outcome is None and relevant:
                     to_parse.append((path, settings))
                     size += len(source.raw)
+                    if crossfile and imports_te(text):
+                        te_importers.add(len(done))
         done.append(outcome)
         if outcome is not None and on_done is not None:
             on_done()
-    return Plan(list(files), done, to_parse, size, passed, deferred, started)
+    return Plan(list(files), done, to_parse, size, passed, deferred, te_importers, started)
 
 
 def _may_reexport(path: str, text: str) -> bool:
