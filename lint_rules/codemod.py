@@ -21,12 +21,11 @@ from typing import Any, NoReturn
 import libcst as cst
 from libcst.codemod import CodemodContext, VisitorBasedCodemodCommand
 
+from lint_rules.setting_flags import add_setting_flags, flag_overrides
 from lint_rules.settings import (
     ConfigResolver,
     Settings,
     SettingsError,
-    add_setting_flags,
-    flag_overrides,
 )
 
 FORMAT_HINT = (
@@ -103,6 +102,7 @@ class TEMicrobatchCodemod(VisitorBasedCodemodCommand):
         guard_config: str | None = None,
         guard_functions: str | None = None,
         tracked_functions: str | None = None,
+        import_helpers: str | None = None,
         unresolved: str | None = None,
         unsafe_fixes: bool = False,
         select: str | None = None,
@@ -119,6 +119,7 @@ class TEMicrobatchCodemod(VisitorBasedCodemodCommand):
             guard_config=guard_config,
             guard_functions=guard_functions,
             tracked_functions=tracked_functions,
+            import_helpers=import_helpers,
             unresolved=unresolved,
             unsafe_fixes=unsafe_fixes,
             select=select,
@@ -148,7 +149,9 @@ class TEMicrobatchCodemod(VisitorBasedCodemodCommand):
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:
         from lint_rules.fixing import fix_source
 
-        result = fix_source(tree.code, self.settings(), disable_noqa=self.disable_noqa)
+        result = fix_source(
+            tree.code, self.settings(), disable_noqa=self.disable_noqa, encoding=tree.encoding
+        )
         for note in result.notes:
             self.warn(note)
         if not result.changed or result.text == tree.code:

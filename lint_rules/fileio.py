@@ -80,6 +80,9 @@ class SourceFile:
     raw: bytes
     text: str
     encoding: str
+    identity: tuple[int, int, int, int] | None = None
+    """(device, inode, size, mtime_ns) of the file when it was read (None: not read from a
+    file); the write compares it with the file on disk right before the rename."""
 
     def __repr__(self) -> str:  # never dump a 50 MB file into a traceback
         return (
@@ -186,10 +189,19 @@ def read_source(path: PathLike) -> SourceFile:
         raise SourceError(name, "not a regular file")
     try:
         with open(name, "rb") as handle:
+            seen = os.fstat(handle.fileno())
             raw = handle.read()
     except OSError as error:
         raise SourceError(name, _os_reason(error)) from None
-    return decode_source(name, raw)
+    source = decode_source(name, raw)
+    identity = _identity(seen)
+    if identity[2] != len(raw):
+        identity = (*identity[:2], len(raw), -1)  # written to while read: never matches
+    return SourceFile(source.path, source.raw, source.text, source.encoding, identity)
+
+
+def _identity(info: os.stat_result) -> tuple[int, int, int, int]:
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
 
 
 def decode_source(path: PathLike, raw: bytes) -> SourceFile:
@@ -320,13 +332,102 @@ def _write_refusal(target: str, mode: int) -> str | None:
     return None
 
 
+_ROUND_TRIP_SAFE = frozenset({"utf-8", "utf-8-sig", "latin-1", "iso8859-1", "ascii"})
+"""Codecs whose strict decoding always encodes back to the same bytes."""
+
+
+def round_trips(source: SourceFile) -> bool:
+    """Whether encoding ``source.text`` gives back ``source.raw`` (codecs such as cp932, big5
+    or unicode_escape map several byte sequences to one character, or newlines to escapes)."""
+    if codecs.lookup(source.encoding).name in _ROUND_TRIP_SAFE:
+        return True
+    try:
+        return source.text.encode(source.encoding) == source.raw
+    except (UnicodeError, LookupError):
+        return False
+
+
+def _changed_reason(name: str) -> SourceError:
+    return SourceError(name, "file changed on disk since it was read; not written")
+
+
+def _open_target(name: str, target: str) -> tuple[int, os.stat_result]:
+    """An fd on the file to replace (never blocking on a FIFO), and its fstat."""
+    try:
+        flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+        fd = os.open(target, flags)
+    except OSError as error:
+        raise SourceError(name, _os_reason(error)) from None
+    try:
+        info = os.fstat(fd)
+    except OSError as error:
+        os.close(fd)
+        raise SourceError(name, _os_reason(error)) from None
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise SourceError(name, "not a regular file")
+    return fd, info
+
+
+def _read_fd(fd: int, size: int) -> bytes:
+    """The whole content behind ``fd`` (``size``: the expected size, a hint)."""
+    chunks = []
+    offset = 0
+    while True:
+        chunk = os.pread(fd, max(size - offset, 1 << 20), offset)
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        offset += len(chunk)
+
+
+def _write_temp(directory: str, base: str, data: bytes, info: os.stat_result) -> str:
+    """A synced temporary file beside the target with ``data`` and the target's owner and
+    mode (owner first: chown clears the setuid and setgid bits); raises OSError."""
+    import tempfile  # only a run that writes pays for it
+
+    fd, temp = tempfile.mkstemp(prefix=f"{TEMP_PREFIX}{base}.", suffix=TEMP_SUFFIX, dir=directory)
+    _PENDING.add(temp)
+    try:
+        _write_all(fd, data)
+        if hasattr(os, "fchown") and (info.st_uid != os.geteuid() or info.st_gid != os.getegid()):
+            with contextlib.suppress(OSError):  # only root (or the owner's group) can
+                os.fchown(fd, info.st_uid, info.st_gid)
+        if hasattr(os, "fchmod"):
+            os.fchmod(fd, stat.S_IMODE(info.st_mode))
+        else:  # pragma: no cover - Windows before 3.13
+            os.chmod(temp, stat.S_IMODE(info.st_mode))
+        os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        _PENDING.discard(temp)
+        raise
+    os.close(fd)
+    return temp
+
+
 def write_source_atomic(source: SourceFile, new_text: str) -> None:
     """Replace ``source``'s file with ``new_text``, atomically, keeping encoding and mode.
 
     Raises ``SourceError`` (the file untouched) when the text cannot be encoded in the file's
-    encoding, the file is read-only, it changed on disk since it was read, or any step fails.
+    encoding, the encoding does not give back the bytes read (the rest of the file would
+    change), the file is read-only, it changed on disk since it was read, or any step fails.
+
+    The file is checked through an fd opened before the temporary copy is written: its device,
+    inode, size and mtime must still be those seen at the read, and again right before the
+    rename, and the path must still name that inode. An edit that lands on the old inode in
+    the instant between that last check and the rename is found after it: the edited content
+    is then put back (the edit wins, the fix is not applied) and the file reported as changed.
     """
     name = str(source.path)
+    if not round_trips(source):
+        raise SourceError(
+            name,
+            f"its encoding {source.encoding} does not give back the bytes it was read from, "
+            "so writing it would change text outside the fix; not written",
+        )
     try:
         data = new_text.encode(source.encoding)
     except UnicodeEncodeError as error:
@@ -343,48 +444,51 @@ def write_source_atomic(source: SourceFile, new_text: str) -> None:
     except OSError as error:
         raise SourceError(name, _os_reason(error)) from None
     if not stat.S_ISREG(info.st_mode):
-        raise SourceError(name, "not a regular file")
+        raise SourceError(name, "not a regular file")  # never open a FIFO
     refusal = _write_refusal(target, info.st_mode)
     if refusal is not None:
         raise SourceError(name, refusal)
+    fd, info = _open_target(name, target)
     try:
-        with open(target, "rb") as handle:
-            current = handle.read() if info.st_size == len(source.raw) else None
+        _replace_checked(name, target, fd, info, source, data)
+    finally:
+        os.close(fd)
+
+
+def _replace_checked(
+    name: str, target: str, fd: int, info: os.stat_result, source: SourceFile, data: bytes
+) -> None:
+    expected = source.identity or _identity(info)
+    if _identity(info) != expected:
+        raise _changed_reason(name)
+    try:
+        current = _read_fd(fd, info.st_size) if info.st_size == len(source.raw) else None
     except OSError as error:
         raise SourceError(name, _os_reason(error)) from None
     if current != source.raw:
-        raise SourceError(name, "file changed on disk since it was read; not written")
+        raise _changed_reason(name)
+    expected = _identity(info)
 
-    import tempfile  # only a run that writes pays for it (and for `random`, `shutil`)
+    def unchanged() -> bool:
+        try:
+            now, there = os.fstat(fd), os.stat(target)
+        except OSError:
+            return False
+        return _identity(now) == expected and (there.st_dev, there.st_ino) == expected[:2]
+
 
     directory = os.path.dirname(target) or "."
     base = os.path.basename(target)
     with signals_held():
         try:
-            fd, temp = tempfile.mkstemp(
-                prefix=f"{TEMP_PREFIX}{base}.", suffix=TEMP_SUFFIX, dir=directory
-            )
+            temp = _write_temp(directory, base, data, info)
         except OSError as error:
-            raise SourceError(
-                name, f"cannot create a temporary file beside it: {_os_reason(error)}"
-            ) from None
-        _PENDING.add(temp)
+            reason = _os_reason(error) if error.filename else (error.strerror or str(error))
+            raise SourceError(name, f"cannot write: {reason}; file left unchanged") from None
         renamed = False
         try:
-            try:
-                _write_all(fd, data)
-                if hasattr(os, "fchmod"):
-                    os.fchmod(fd, stat.S_IMODE(info.st_mode))
-                else:  # pragma: no cover - Windows before 3.13
-                    os.chmod(temp, stat.S_IMODE(info.st_mode))
-                if hasattr(os, "fchown") and (
-                    info.st_uid != os.geteuid() or info.st_gid != os.getegid()
-                ):
-                    with contextlib.suppress(OSError):  # only root (or the owner's group) can
-                        os.fchown(fd, info.st_uid, info.st_gid)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            if not unchanged():  # an edit saved while the copy was written wins
+                raise _changed_reason(name)
             os.replace(temp, target)
             renamed = True
         except OSError as error:
@@ -395,4 +499,14 @@ def write_source_atomic(source: SourceFile, new_text: str) -> None:
                 with contextlib.suppress(OSError):
                     os.unlink(temp)
             _PENDING.discard(temp)
+        late = None if _identity(os.fstat(fd)) == expected else _read_fd(fd, 0)
+        if late is not None:  # written to in the instant before the rename: put it back
+            with contextlib.suppress(OSError):
+                temp = _write_temp(directory, base, late, info)
+                os.replace(temp, target)
+                _PENDING.discard(temp)
     _fsync_directory(directory)
+    if late is not None:
+        raise SourceError(
+            name, "file changed on disk while it was being written; that edit is kept, not fixed"
+        )

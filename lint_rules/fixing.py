@@ -4,13 +4,15 @@ Edits are applied to the text in place (positions come from ``ast``), so blank l
 trailing commas, line breaks inside calls, the encoding cookie and CRLF newlines are untouched
 by construction. Comments inside a replaced value are kept (after the new value, then on their
 own lines). A fix is applied only when it is ``safe`` or unsafe fixes were asked for, and never
-when a ``# noqa`` for its code sits on any line its edits span. libcst is imported only when an
-import must be added (the ``guard`` strategy), and the result is re-parsed before it is returned.
+when a ``# noqa`` for its code sits on any line its edits span. The guard strategy's import is
+inserted as text too. The result is verified before it is returned: it parses (as the bytes it
+will be written as, when the file's encoding is given) and keeps every comment in order.
 """
 
 from __future__ import annotations
 
 import ast
+import bisect
 import io
 import tokenize
 import warnings
@@ -20,6 +22,7 @@ from dataclasses import dataclass, field
 from lint_rules.analysis import Project, analyze_source
 from lint_rules.deep import deep
 from lint_rules.findings import Finding, char_column, split_lines
+from lint_rules.guard_import import GuardImportError, add_guard_import
 from lint_rules.noqa import filter_noqa, noqa_checker
 from lint_rules.settings import DEFAULT_SETTINGS, Settings
 
@@ -179,13 +182,14 @@ def apply_edits(
             spans.append((begin, end, replacement))
         else:
             whole = (min(s[0] for s in spans), max(s[1] for s in spans))
-            if any(_overlaps(whole, other) for other in taken):
+            at = bisect.bisect_left(taken, whole)  # sorted, disjoint: only neighbours can touch
+            if any(_overlaps(whole, other) for other in taken[max(at - 1, 0) : at + 1]):
                 plan.skipped.append(finding)
                 plan.notes.append(
                     f"line {finding.line}: {finding.code} not fixed here, it overlaps another fix"
                 )
                 continue
-            taken.append(whole)
+            taken.insert(at, whole)
             plan.accepted.extend(spans)
             seen_edits.add(fix.edits)
             plan.applied.append(finding)
@@ -207,271 +211,44 @@ def apply_edits(
     return "".join(reversed(pieces)), applied, plan.notes, plan.skipped
 
 
-def _runtime_names(tree: ast.Module) -> set[str]:
-    """Names bound when the module runs: module-level statements, through ``if``/``try``/
-    ``with`` blocks, but not under ``if TYPE_CHECKING:`` and not inside functions or classes."""
-    names: set[str] = set()
-    todo: list[ast.stmt] = list(tree.body)
-    while todo:
-        stmt = todo.pop()
-        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
-            for alias in stmt.names:
-                if alias.name != "*":
-                    names.add(alias.asname or alias.name.split(".", 1)[0])
-        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(stmt.name)
-        elif isinstance(stmt, ast.Assign):
-            names.update(n.id for t in stmt.targets for n in ast.walk(t) if isinstance(n, ast.Name))
-        elif isinstance(stmt, ast.If):
-            if not _is_type_checking(stmt.test):
-                todo.extend(stmt.body)
-            todo.extend(stmt.orelse)
-        elif isinstance(stmt, (ast.Try, getattr(ast, "TryStar", ast.Try))):
-            todo.extend(stmt.body)
-            todo.extend(stmt.orelse)
-            todo.extend(stmt.finalbody)
-            for handler in stmt.handlers:
-                todo.extend(handler.body)
-        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
-            todo.extend(stmt.body)
-    return names
-
-
-def _is_type_checking(test: ast.expr) -> bool:
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-    )
-
-
-LIBCST_DEPTH = 500
-"""Trees deeper than this get the import without libcst (whose parser recurses natively)."""
-
-
-def _deeper_than(tree: ast.AST, limit: int) -> bool:
-    todo = [(tree, 0)]
-    while todo:
-        node, depth = todo.pop()
-        if depth > limit:
-            return True
-        todo.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
-    return False
-
-
-def _insert_import(text: str, module: ast.Module, line: str) -> str:
-    """``line`` after the first block of imports (after the docstring when there is none)."""
-    body = module.body
-    index = (
-        1
-        if body
-        and isinstance(body[0], ast.Expr)
-        and isinstance(body[0].value, ast.Constant)
-        and isinstance(body[0].value.value, str)
-        else 0
-    )
-    while (
-        index < len(body)
-        and isinstance(body[index], ast.ImportFrom)
-        and (
-            body[index].module == "__future__"  # type: ignore[union-attr]
-        )
-    ):
-        index += 1
-    after = body[index - 1].end_lineno if index else 0
-    imports = index
-    while imports < len(body) and isinstance(body[imports], (ast.Import, ast.ImportFrom)):
-        after = body[imports].end_lineno
-        imports += 1
-    lines = split_lines(text)
-    newline = next(
-        (ln[len(ln.rstrip("\r\n")) :] for ln in lines if ln.endswith(("\n", "\r"))), "\n"
-    )
-    if after and after <= len(lines) and not lines[after - 1].endswith(("\n", "\r")):
-        lines[after - 1] += newline
-    lines.insert(after or 0, line + newline)
-    return "".join(lines)
-
-
-def add_guard_import(text: str, dotted: str) -> str:
-    """Add ``from module import name`` unless ``name`` is bound when the module runs.
-
-    Where the guard's top-level package is imported only inside ``try: ... except
-    ImportError`` (an optional dependency), the import gets its own ``try`` block right after
-    that one, with a fallback guard that returns False (None is passed): inside the first block
-    its ImportError would run that block's ``except`` branch. Otherwise it joins an existing
-    ``from module import ...`` in the order its names already follow, or libcst's
-    AddImportsVisitor puts it after the last import of the first import block.
-    """
-    module_name, _, name = dotted.rpartition(".")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        module = ast.parse(text)
-    if name in _runtime_names(module):
-        return text
-    line = f"from {module_name} import {name}"
-    optional = _optional_import_block(text, module, module_name.split(".", 1)[0])
-    if optional is not None:
-        after, indent = optional
-        block = (
-            "",
-            "try:",
-            f"{indent}{line}",
-            "except ImportError:  # the guard is not available: never tracked, so None is passed",
-            f"{indent}def {name}(*args, **kwargs):",
-            f"{indent}{indent}return False",
-        )
-        return _insert_line(text, after, block)
-    merged = _merge_import(text, module, module_name, name)
-    if merged is not None:
-        return merged
-    after = _sorted_position(module, module_name)
-    if after is not None:
-        return _insert_line(text, after, (line,))
-    if _deeper_than(module, LIBCST_DEPTH):  # libcst's parser would exhaust the C stack
-        return _insert_import(text, module, line)
-    import libcst as cst
-    from libcst.codemod import CodemodContext
-    from libcst.codemod.visitors import AddImportsVisitor
-
-    tree = cst.parse_module(text)
-    context = CodemodContext()
-    AddImportsVisitor.add_needed_import(context, module_name, name)
-    return AddImportsVisitor(context).transform_module(tree).code
-
-
-_IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
-
-
-def _catches_import_error(handler: ast.ExceptHandler) -> bool:
-    kinds = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
-    return any(
-        kind is None or (isinstance(kind, ast.Name) and kind.id in _IMPORT_ERRORS) for kind in kinds
-    )
-
-
-def _imports_root(stmt: ast.stmt, root: str) -> bool:
-    if isinstance(stmt, ast.Import):
-        return any(alias.name.split(".", 1)[0] == root for alias in stmt.names)
-    return (
-        isinstance(stmt, ast.ImportFrom)
-        and not stmt.level
-        and (stmt.module or "").split(".", 1)[0] == root
-    )
-
-
-def _optional_import_block(text: str, module: ast.Module, root: str) -> tuple[int, str] | None:
-    """(the last line of, the body's indentation unit in) the first module-level ``try`` whose
-    body imports ``root`` and whose handlers catch ImportError, when the module imports
-    ``root`` nowhere else at its top level; else None."""
-    found = None
-    lines = split_lines(text)
-    for stmt in module.body:
-        if _imports_root(stmt, root):
-            return None  # a required dependency: the usual place
-        if (
-            found is None
-            and isinstance(stmt, ast.Try)
-            and any(_imports_root(sub, root) for sub in stmt.body)
-            and any(_catches_import_error(handler) for handler in stmt.handlers)
-        ):
-            last = [sub for sub in stmt.body if isinstance(sub, (ast.Import, ast.ImportFrom))][-1]
-            indent = lines[last.lineno - 1][: last.col_offset]
-            if last.lineno > stmt.lineno and not indent.strip(" \t"):
-                found = (stmt.end_lineno or last.end_lineno or last.lineno, indent)
-    return found
-
-
-def _insert_line(text: str, after: int, block: tuple[str, ...]) -> str:
-    """The lines of ``block`` after line ``after``, with the file's newline."""
-    lines = split_lines(text)
-    newline = next(
-        (ln[len(ln.rstrip("\r\n")) :] for ln in lines if ln.endswith(("\n", "\r"))), "\n"
-    )
-    if after and not lines[after - 1].endswith(("\n", "\r")):
-        lines[after - 1] += newline
-    lines[after:after] = [line + newline if line else newline for line in block]
-    return "".join(lines)
-
-
-def _sorted_position(module: ast.Module, module_name: str) -> int | None:
-    """The line after which ``from module_name import ...`` stands in isort's (and ruff's)
-    order among the first import block's ``from`` imports of the same top-level package, when
-    there are some and they are sorted; else None."""
-    body = module.body
-    start = next((i for i, s in enumerate(body) if isinstance(s, (ast.Import, ast.ImportFrom))), 0)
-    root = module_name.split(".", 1)[0]
-    group: list[ast.ImportFrom] = []
-    for stmt in body[start:]:
-        if not isinstance(stmt, (ast.Import, ast.ImportFrom)):
-            break
-        if isinstance(stmt, ast.ImportFrom) and not stmt.level and _imports_root(stmt, root):
-            group.append(stmt)
-    keys = [(s.module or "").lower() for s in group]
-    if not group or keys != sorted(keys):
+def comment_tokens(text: str) -> list[str] | None:
+    """Every comment of ``text``, in order (None when it does not tokenize)."""
+    try:
+        return [
+            token.string
+            for token in tokenize.generate_tokens(io.StringIO(text).readline)
+            if token.type == tokenize.COMMENT
+        ]
+    except (tokenize.TokenError, SyntaxError):
         return None
-    key = module_name.lower()
-    before = [s for s, k in zip(group, keys) if k <= key]
-    if before:
-        return before[-1].end_lineno
-    return group[0].lineno - 1
 
 
-def _type_order(name: str) -> tuple[int, str, str]:
-    """isort's and ruff's default order of imported names: constants, classes, the rest."""
-    kind = 0 if name.isupper() and len(name) > 1 else 1 if name[:1].isupper() else 2
-    return kind, name.lower(), name
+def _kept_in_order(old: list[str], new: list[str]) -> bool:
+    """Whether ``old`` is a subsequence of ``new`` (the fix may add its own comment)."""
+    remaining = iter(new)
+    return all(any(comment == other for other in remaining) for comment in old)
 
 
-def _plain_order(name: str) -> tuple[int, str, str]:
-    return 0, name.lower(), name
-
-
-def _merge_import(text: str, module: ast.Module, module_name: str, name: str) -> str | None:
-    """``name`` added to the first module-level ``from module_name import ...``, where the
-    order of its names (isort's default, else case-insensitive) puts it; None when there is
-    no such import, its names follow neither order, or positions are unknown (Python 3.9)."""
-    node = next(
-        (
-            stmt
-            for stmt in module.body
-            if isinstance(stmt, ast.ImportFrom)
-            and not stmt.level
-            and stmt.module == module_name
-            and all(alias.name != "*" for alias in stmt.names)
-        ),
-        None,
-    )
-    if node is None or getattr(node.names[0], "lineno", None) is None:
-        return None
-    names = [alias.name for alias in node.names]
-    order = next(
-        (key for key in (_type_order, _plain_order) if names == sorted(names, key=key)), None
-    )
-    if order is None:
-        return None
-    lines = split_lines(text)
-    starts = _offsets(lines)
-    index = next((i for i, other in enumerate(names) if order(other) > order(name)), len(names))
-    before = index < len(names)
-    alias = node.names[index if before else -1]
-    row = alias.lineno if before else alias.end_lineno  # type: ignore[attr-defined]
-    col = alias.col_offset if before else alias.end_col_offset  # type: ignore[attr-defined]
-    line = lines[row - 1]
-    at = _char_offset(lines, starts, (row, col))
-    own_line = (
-        node.lineno != node.end_lineno
-        and not line[
-            : char_column(
-                line, alias.col_offset
-            )  # type: ignore[attr-defined]
-        ].strip(" \t")
-    )
-    if own_line:
-        indent = line[: char_column(line, alias.col_offset)]  # type: ignore[attr-defined]
-        newline = line[len(line.rstrip("\r\n")) :] or "\n"
-        insert = f"{name},{newline}{indent}" if before else f",{newline}{indent}{name}"
-    else:
-        insert = f"{name}, " if before else f", {name}"
-    return text[:at] + insert + text[at:]
+def verify_fixed(old: str, new: str, encoding: str | None = None) -> None:
+    """Raise FixError unless ``new`` parses (as the bytes it will be written as, under the
+    file's own declared encoding, when ``encoding`` is given) and keeps every comment of
+    ``old`` in order."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if encoding is None:
+                ast.parse(new)
+            else:
+                try:
+                    data = new.encode(encoding)
+                except UnicodeEncodeError:
+                    data = None  # the write refuses it with its own message
+                ast.parse(new if data is None else data)
+    except SyntaxError as error:
+        raise FixError(f"the fixed text does not parse ({error}); nothing was changed") from error
+    before, after = comment_tokens(old), comment_tokens(new)
+    if before is not None and (after is None or not _kept_in_order(before, after)):
+        raise FixError("the fixed text would lose a comment; nothing was changed")
 
 
 @deep
@@ -480,10 +257,13 @@ def fix_source(
     settings: Settings = DEFAULT_SETTINGS,
     disable_noqa: bool = False,
     project: Project | None = None,
+    encoding: str | None = None,
 ) -> FixResult:
     """Fix every finding that has a fix (safe ones; unsafe ones too with ``unsafe_fixes``) and
-    that no ``# noqa`` covers, on its line or on any line the fix spans. Raises SyntaxError.
-    ``project``: the other files of a CLI run (``analysis.project``)."""
+    that no ``# noqa`` covers, on its line or on any line the fix spans. Raises SyntaxError,
+    or FixError when the result would not parse (as bytes in ``encoding``, the file's, when
+    given) or would lose a comment. ``project``: the other files of a CLI run
+    (``analysis.project``)."""
     findings = analyze_source(text, settings, project=project)
     if not findings:
         return FixResult(text)
@@ -500,13 +280,11 @@ def fix_source(
     imports = sorted({f.fix.guard_import for f in applied if f.fix and f.fix.guard_import})
     added = []
     for dotted in imports:
-        before, new_text = new_text, add_guard_import(new_text, dotted)
+        try:
+            before, new_text = new_text, add_guard_import(new_text, dotted)
+        except GuardImportError as error:
+            raise FixError(f"{error}; nothing was changed") from None
         if new_text != before:
             added.append(dotted)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            ast.parse(new_text)
-    except SyntaxError as error:
-        raise FixError(f"the fixed text does not parse ({error}); nothing was changed") from error
+    verify_fixed(text, new_text, encoding)
     return FixResult(new_text, applied, notes, remaining, unsafe, skipped, added)

@@ -92,7 +92,18 @@ class TEMicrobatchChecker:
         path = self.filename if self.filename not in ("-", "stdin") else "."
         settings = self.resolver.settings_for(path)
         for finding in analyze_tree(self.tree, settings, source, fixes=False):
-            yield finding.line, finding.col, finding.message, type(self)
+            yield finding.line, finding.col, flake8_message(finding, path), type(self)
+
+
+def flake8_message(finding: Any, path: str) -> str:
+    """The message and its evidence on one line, bounded (``oneline``): flake8 prints one line
+    per finding. A place in this file is ``:LINE``, in another ``PATH:LINE``."""
+    from lint_rules.oneline import step_text, with_evidence
+
+    steps = (step_text(step.message, step.where()) for step in finding.evidence)
+    return with_evidence(
+        finding.message, steps, f"te-microbatch-lint explain {path}:{finding.line}"
+    )
 
 
 def _flake8_excluded(options: argparse.Namespace) -> Callable[[str], bool]:

@@ -105,3 +105,55 @@ def noqa_checker(text: str, disable_noqa: bool = False) -> Callable[[str, int], 
         return is_suppressed(code, physical)
 
     return suppressed
+
+
+def _token_ranges(lines: list[str]) -> dict[int, int]:
+    """For each line inside a multi-line token (string, continuation): the last line of that
+    logical line, where a ``# noqa`` comment can go."""
+    last: dict[int, int] = {}
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO("".join(lines)).readline))
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return {}
+    first = None
+    for tok_type, _, (start_line, _), (end_line, _), _ in tokens:
+        if tok_type in (tokenize.ENDMARKER, tokenize.DEDENT):
+            continue
+        first = start_line if first is None else first
+        if tok_type in (tokenize.NL, tokenize.NEWLINE):
+            for number in range(first, end_line + 1):
+                last[number] = end_line
+            first = None
+    return last
+
+
+def add_noqa(text: str, found: Iterable[tuple[int, str]]) -> tuple[str, int]:
+    """``text`` with ``# noqa: CODE`` written for each ``(line, code)``: (new text, lines
+    changed). The comment goes at the end of the logical line (after a multi-line string),
+    codes join an existing ``# noqa: ...``; a code already covered is left alone, so a second
+    run changes nothing."""
+    lines = split_lines(text)
+    last = _token_ranges(lines)
+    wanted: dict[int, list[str]] = {}
+    for line, code in found:
+        target = last.get(line, line)
+        if 0 < target <= len(lines):
+            codes = wanted.setdefault(target, [])
+            if code not in codes:
+                codes.append(code)
+    changed = 0
+    for target, codes in sorted(wanted.items()):
+        line = lines[target - 1]
+        body = line.rstrip("\r\n")
+        ending = line[len(body) :]
+        missing = [code for code in codes if not is_suppressed(code, body)]
+        if not missing:
+            continue
+        match = NOQA_INLINE.search(body)
+        if match is not None and match.group("codes"):
+            body = f"{body[: match.end()].rstrip(', ')}, {', '.join(missing)}{body[match.end() :]}"
+        else:
+            body = f"{body.rstrip()}  # noqa: {', '.join(missing)}"
+        lines[target - 1] = body + ending
+        changed += 1
+    return "".join(lines), changed

@@ -241,12 +241,31 @@ the module call by hand.
             fix_title="value -> `None`",
             explanation="""\
 A flag that is not `None` (even a tracked one, even a forwarded parameter) reaches a TE module
-that can run more than once per forward: the call is in a `for`/`while` loop or a comprehension
-and the callee does not depend on the loop's variables, or the same module is called at two
-places of one function that are not exclusive branches, with a flag at both or with a flag
-first and none (or `None`) after it; the call with the flag is reported. A loop whose body
-also calls `.backward()` is a microbatch loop (each iteration is its own forward and backward)
-and is not reported.
+that can run more than once within one backward pass: the call is in a `for`/`while` loop or a
+comprehension and the callee does not depend on the loop's variables, or the same module is
+called at two places of one function that are not exclusive branches, with a flag at both or
+with a flag first and none (or `None`) after it; the call with the flag is reported.
+
+**The gradient model.** Two calls of one module lose a gradient only when one backward pass runs
+through the outputs of both:
+
+- in a module's code (a method of a class that defines `forward` or derives from
+  `torch.nn.Module`, a TE module or another module class, and the functions nested in one), the
+  caller runs backward through what it returns: reported as above
+  (`tem005_module_code.py`);
+- elsewhere (tests, benchmarks, scripts, training loops), only when a backward can follow both
+  calls with none between them: a backward (`.backward()`, `torch.autograd.backward`,
+  `torch.autograd.grad`, a call named `backward_step` or the like, or an in-file function that
+  runs one) later in the function or in a loop around the later call, or the later call's
+  output returned to the caller; a backward that always runs between the calls separates them,
+  one in an `if` does not (`tem005_backward_follows.py`);
+- never under `torch.no_grad()`, `torch.inference_mode()` or `torch.set_grad_enabled(False)`,
+  in a `with` block or as a decorator of the function (`tem005_no_grad.py`), nor for a call
+  whose output is discarded (a bare expression statement, `_ = ...`) or detached on the spot
+  (`.detach()`, `.item()`, `.tolist()`): no backward runs through it (`tem005_dropped_output.py`);
+- a loop whose body runs backward is a microbatch loop (each iteration is its own forward and
+  backward) and is not reported; a loop that runs none, followed by a backward, is
+  (`tem005_microbatch_loop.py`).
 
 **Why.** Backward runs in reverse, so the first call's weight gradient is written last. When
 that call's flag is `True` (the first microbatch after a resume, or every step under FP8, where

@@ -29,6 +29,7 @@ from lint_rules.rules import (
     DEFAULT_GUARD_IMPORT,
     RULES,
 )
+from lint_rules.selection import SELECTION_FIELDS, warn_lookalike
 
 TABLE = "tool.te-microbatch-lint"
 UNRESOLVED_CHOICES = ("report", "ignore")
@@ -86,6 +87,10 @@ def _strings(key: str, value: object) -> tuple[str, ...]:
     if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
         return split_list(value)
     raise SettingsError(f"{key} must be a list of strings, not {value!r}")
+
+
+DEFAULT_IMPORT_HELPERS: tuple[str, ...] = ("safe_import_from", "safe_import")
+"""NeMo's optional-import helpers (``nemo.utils.import_utils``), matched by their last name."""
 
 
 def _names(key: str, value: object) -> tuple[str, ...]:
@@ -207,6 +212,16 @@ OPTIONS: tuple[Option, ...] = (
         aliases=("--te-tracked-functions",),
     ),
     Option(
+        "import-helpers",
+        _names,
+        DEFAULT_IMPORT_HELPERS,
+        "Optional-import helpers whose string arguments name a module and a symbol "
+        '(`X, HAVE_TE = safe_import_from("transformer_engine.pytorch", "X")`): the first name '
+        "bound is that import. Replaces the default.",
+        '["safe_import_from", "safe_import", "my_project.utils.try_import"]',
+        flake8=True,
+    ),
+    Option(
         "unresolved",
         _choice(UNRESOLVED_CHOICES),
         "report",
@@ -270,11 +285,25 @@ OPTIONS: tuple[Option, ...] = (
         '["TEM001", "TEM004"]',
     ),
     Option(
+        "extend-select",
+        _codes,
+        (),
+        "Codes added to `select` (and to the `select` of a file this one extends).",
+        '["TEM005"]',
+    ),
+    Option(
         "ignore",
         _codes,
         (),
         "Do not report these codes (or code prefixes).",
         '["TEM005"]',
+    ),
+    Option(
+        "extend-ignore",
+        _codes,
+        (),
+        "Codes added to `ignore` (as flake8 spells it).",
+        '["TEM004"]',
     ),
 )
 
@@ -290,6 +319,7 @@ class Settings:
 
     guard_functions: tuple[str, ...] = DEFAULT_GUARD_FUNCTIONS
     tracked_functions: tuple[str, ...] = ()
+    import_helpers: tuple[str, ...] = DEFAULT_IMPORT_HELPERS
     unresolved: str = "report"
     fix_strategy: str = "none"
     guard_import: str = DEFAULT_GUARD_IMPORT
@@ -298,9 +328,16 @@ class Settings:
     exclude: tuple[str, ...] = ()
     extend_exclude: tuple[str, ...] = ()
     select: tuple[str, ...] = ()
+    extend_select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
+    extend_ignore: tuple[str, ...] = ()
     config_file: str | None = field(default=None, compare=False)
     """The ``pyproject.toml`` these came from (its directory anchors ``exclude``), or None."""
+    enabled: frozenset[str] | None = None
+    """The codes reported, once every layer is applied (``selection``); None: from this
+    object's own ``select``/``ignore`` keys alone."""
+    sources: tuple[tuple[str, str], ...] = field(default=(), compare=False)
+    """``(key, where it was set)`` for each key not at its default (``--show-settings``)."""
 
     def __post_init__(self) -> None:
         for option in OPTIONS:
@@ -319,10 +356,14 @@ class Settings:
         return (*self.exclude, *self.extend_exclude)
 
     def reports(self, code: str) -> bool:
-        """Whether ``select``/``ignore`` keep findings of ``code`` (ruff's prefix rules)."""
-        if self.select and "ALL" not in self.select and not code.startswith(self.select):
-            return False
-        return not (self.ignore and ("ALL" in self.ignore or code.startswith(self.ignore)))
+        """Whether the selection keeps findings of ``code`` (ruff's layers and prefix rules)."""
+        enabled = self.enabled
+        if enabled is None:
+            from lint_rules.selection import Layer, resolve
+
+            layer = Layer.of("", {f: getattr(self, f) for f in SELECTION_FIELDS})
+            enabled = resolve([layer], RULES)
+        return code in enabled
 
     def with_extra_guards(self, names: list[str] | tuple[str, ...]) -> Settings:
         """Extend (never replace) the guard list, keeping order and dropping repeats."""
@@ -331,61 +372,6 @@ class Settings:
 
 
 DEFAULT_SETTINGS = Settings()
-
-
-def flag_overrides(**flags: Any) -> dict[str, Any]:
-    """Command-line values by field name (``guard_functions=...``) for ``load_settings``.
-
-    Old spellings are accepted as names too (``te_guard_functions``, ``te_unresolved``);
-    values that are None (a flag not given) are dropped.
-    """
-    overrides: dict[str, Any] = {}
-    for name, value in flags.items():
-        if value is None or (value is False and name.endswith("unsafe_fixes")):
-            continue
-        key = name[3:] if name.startswith("te_") and name[3:] in _BY_FIELD else name
-        if key not in _BY_FIELD:
-            raise TypeError(f"flag_overrides: unknown setting {name!r}")
-        overrides[key] = value
-    return overrides
-
-
-_FLAGS: tuple[tuple[str, str | None, str], ...] = (
-    (
-        "guard-functions",
-        "NAMES",
-        "extra tracking-guard functions, comma separated (added to the defaults)",
-    ),
-    ("tracked-functions", "NAMES", "functions whose result is a tracked flag, comma separated"),
-    ("unresolved", None, "report (default) or ignore calls whose callee cannot be resolved"),
-    (
-        "fix-strategy",
-        None,
-        "none (default): the value becomes None; guard: `v if GUARD(CONFIG) else None`",
-    ),
-    ("guard-import", "DOTTED.NAME", "GUARD for the guard strategy, imported once per file"),
-    ("guard-config", "EXPR", "CONFIG for the guard strategy (default: self.config)"),
-)
-"""The settings the CLI and the libcst runner also take as flags: (key, metavar, help)."""
-
-_CHOICES = {"unresolved": UNRESOLVED_CHOICES, "fix-strategy": STRATEGY_CHOICES}
-
-
-def add_setting_flags(parser: Any) -> None:
-    """Declare ``--KEY`` (and its old ``--te-KEY`` spelling) for each setting in ``_FLAGS`` on an
-    ``argparse`` parser: one declaration for every face that takes them as flags; their values
-    are checked where the settings load (``flag_overrides``)."""
-    for key, metavar, help_text in _FLAGS:
-        option = OPTION_BY_KEY[key]
-        spellings = [option.flag, *(a for a in option.aliases if a.startswith("--"))]
-        parser.add_argument(
-            *spellings,
-            dest=option.field,
-            default=None,
-            choices=_CHOICES.get(key),
-            metavar=metavar,
-            help=help_text,
-        )
 
 
 # ------------------------------------------------------------------------------------- loading
@@ -399,6 +385,7 @@ def _read_table(pyproject: Path) -> dict[str, Any] | None:
         import tomli as tomllib
     try:
         raw = pyproject.read_bytes()
+        warn_lookalike(pyproject, raw, TABLE)
         if b"te-microbatch-lint" not in raw:
             return None  # no table: not worth parsing (and an unrelated broken file is fine)
         data = tomllib.loads(raw.decode("utf-8"))
@@ -463,16 +450,31 @@ def load_settings(pyproject: Path | None, overrides: dict[str, Any] | None = Non
     Each value is checked as it is read; a bad one raises ``SettingsError`` naming the key and
     the file (or the command line). ``guard-functions`` adds to the default guard.
     """
+    from lint_rules.selection import Layer, extend_chain, resolve
+
     values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    layers = []
     config_file = None
     if pyproject is not None:
-        table = _read_table(pyproject)
-        if table is not None:
-            values.update(_file_values(pyproject, table))
+        for path, table in extend_chain(pyproject, _read_table, SettingsError):
+            layer = _file_values(path, table)
+            layers.append(Layer.of(str(path), layer))
+            values.update(layer)
+            sources.update(dict.fromkeys(layer, str(path)))
         config_file = str(Path(os.path.abspath(pyproject)))
-    values.update(_flag_values(overrides or {}))
+    flags = _flag_values(overrides or {})
+    layers.append(Layer.of("command line", flags))
+    values.update(flags)
+    sources.update(dict.fromkeys(flags, "command line"))
     guards = values.pop("guard_functions", ())
-    return Settings(**values, config_file=config_file).with_extra_guards(guards)
+    settings = Settings(
+        **values,
+        config_file=config_file,
+        enabled=resolve(layers, RULES),
+        sources=tuple(sorted(sources.items())),
+    )
+    return settings.with_extra_guards(guards)
 
 
 def has_table(pyproject: Path) -> bool:

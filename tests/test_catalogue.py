@@ -97,10 +97,15 @@ def describe(path: Path, expected: set, actual: set) -> str:
     return "\n".join(out)
 
 
-def core_findings(text: str, settings: Settings) -> set[tuple[int, int, str]]:
-    """The core's unsuppressed findings as flake8 would print them: (line, col + 1, message)."""
+def core_findings(
+    text: str, settings: Settings, path: str = "-"
+) -> set[tuple[int, int, str]]:
+    """The core's unsuppressed findings as flake8 would print them: (line, col + 1, message
+    with its evidence on the line, ``path`` as flake8 names the file)."""
+    from lint_rules.flake8_plugin import flake8_message
+
     kept, _suppressed = filter_noqa(analyze_source(text, settings), text)
-    return {(f.line, f.col + 1, f.message) for f in kept}
+    return {(f.line, f.col + 1, flake8_message(f, path)) for f in kept}
 
 
 def settings_for(path: Path) -> Settings:
@@ -146,7 +151,10 @@ def test_options_fixture(case: Path) -> None:
     assert actual == expected, describe(case, expected, actual)
     assert report.returncode == (1 if expected else 0), report.stderr
     # the core with the same settings says the same thing (faces agree)
-    assert core_findings(read_text(case), settings_for(case)) == report.messages.get(case, set())
+    path = str(case.relative_to(ROOT))
+    assert core_findings(read_text(case), settings_for(case), path) == report.messages.get(
+        case, set()
+    )
 
 
 # (c) a file that does not parse: flake8's own E999, no crash of the plugin.
@@ -172,7 +180,8 @@ def test_syntax_error_cli_check_exits_2() -> None:
 # (d) the core used directly agrees with flake8 (positions, codes and messages).
 @pytest.mark.parametrize("case", CASES, ids=_ids(CASES))
 def test_core_agrees_with_flake8(case: Path, catalogue_report: Report) -> None:
-    assert core_findings(read_text(case), DEFAULT_SETTINGS) == catalogue_report.messages.get(
+    path = str(case.relative_to(ROOT))
+    assert core_findings(read_text(case), DEFAULT_SETTINGS, path) == catalogue_report.messages.get(
         case, set()
     )
 
@@ -192,7 +201,7 @@ def _check_fix(source: Path, expected_path: Path, settings: Settings) -> None:
     left = sorted(
         (f.line, f.col + 1, f.code)
         for f in again.remaining
-        if f.code in FIXABLE_CODES and id(f) not in excused
+        if f.code in FIXABLE_CODES and f.fix is not None and id(f) not in excused
     )
     assert not left, f"{expected_path.name}: fixable findings left after the fix: {left}"
     assert len(again.remaining) == len(kept)

@@ -22,6 +22,7 @@ from helpers import te_lint_command
 from lint_rules import __version__
 from lint_rules.analysis import analyze_source
 from lint_rules.noqa import filter_noqa
+from lint_rules.rules import RULES
 
 SAMPLE = Path(__file__).resolve().parent.parent / "fixtures" / "cli" / "project"
 FLAG = "is_first_microbatch"
@@ -106,15 +107,24 @@ def test_fixable_hint_is_on_stderr_and_not_with_quiet(tree: Path) -> None:
     assert run("check", "--format", "json", "pkg", cwd=tree).stderr == ""
 
 
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
 def test_fixable_findings_are_marked_on_a_terminal_only(tree: Path) -> None:
-    """On a terminal, a finding with a safe fix reads ``CODE [*] message``, as in ruff; through
-    a pipe (tools, CI) the lines stay byte for byte flake8's."""
+    """On a terminal, a finding with a safe fix reads ``CODE [*] message``, as in ruff, with
+    the path, the code and the mark in colour; through a pipe (tools, CI) the lines stay byte
+    for byte flake8's."""
     import pty
 
     primary, secondary = pty.openpty()
+    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR")}
     with os.fdopen(primary, "rb", buffering=0) as reader:
         process = subprocess.Popen(
-            [command(), "check", "pkg"], cwd=tree, stdout=secondary, stderr=subprocess.PIPE
+            [command(), "check", "pkg"],
+            cwd=tree,
+            stdout=secondary,
+            stderr=subprocess.PIPE,
+            env=env,
         )
         os.close(secondary)
         chunks = []
@@ -127,7 +137,9 @@ def test_fixable_findings_are_marked_on_a_terminal_only(tree: Path) -> None:
                 break
             chunks.append(chunk)
         assert process.wait(timeout=60) == 1
-    shown = b"".join(chunks).decode().replace("\r\n", "\n").splitlines()
+    painted = b"".join(chunks).decode().replace("\r\n", "\n")
+    assert "\x1b[1;31mTEM001\x1b[0m" in painted
+    shown = ANSI.sub("", painted).splitlines()
     piped = run("check", "pkg", cwd=tree).stdout.splitlines()
     assert len(shown) == len(piped)
     flake8_line = re.compile(
@@ -139,6 +151,30 @@ def test_fixable_findings_are_marked_on_a_terminal_only(tree: Path) -> None:
             assert mine == plain.replace(" TEM001 ", " TEM001 [*] ", 1)
         else:
             assert mine == plain
+
+
+@pytest.mark.parametrize(
+    ("flags", "env", "coloured"),
+    [
+        ((), {"FORCE_COLOR": "1"}, True),
+        ((), {"FORCE_COLOR": "1", "NO_COLOR": "1"}, False),
+        (("--color", "always"), {"NO_COLOR": "1"}, True),
+        (("--color", "never"), {"FORCE_COLOR": "1"}, False),
+        ((), {}, False),
+    ],
+)
+def test_colour_follows_no_color_force_color_and_the_flag(
+    tree: Path, flags: tuple, env: dict, coloured: bool
+) -> None:
+    """``NO_COLOR`` wins over ``FORCE_COLOR``, and ``--color always|never`` over both; a pipe
+    without them gets no colour. Coloured, the safe fix is marked ``[*]`` as on a terminal."""
+    base = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR")}
+    result = run("check", *flags, "pkg", cwd=tree, env={**base, **env})
+    assert result.returncode == 1
+    assert ("\x1b[" in result.stdout) is coloured
+    assert ("[*]" in result.stdout) is coloured
+    plain = run("check", "pkg", cwd=tree, env=base).stdout
+    assert ANSI.sub("", result.stdout).replace(" [*]", "") == plain
 
 
 def test_text_output_matches_flake8_plugin(tree: Path) -> None:
@@ -281,12 +317,21 @@ def test_json_format(tree: Path) -> None:
     rows = json.loads(result.stdout)
     assert len(rows) == len(text)
     keys = {"path", "code", "message", "line", "column", "end_line", "end_column", "fixable"}
-    keys.add("applicability")
+    keys |= {"applicability", "filename", "location", "end_location", "noqa_row", "url"}
+    keys |= {"fix", "evidence"}
     for row, line in zip(rows, text):
         assert set(row) == keys
-        assert line == f"{row['path']}:{row['line']}:{row['column']}: {row['message']}"
-        assert row["message"].startswith(row["code"] + " ")
+        # As in ruff: the message without the code, which has its own key.
+        assert (
+            line == f"{row['path']}:{row['line']}:{row['column']}: {row['code']} {row['message']}"
+        )
+        assert not row["message"].startswith(row["code"])
         assert (row["end_line"], row["end_column"]) >= (row["line"], row["column"])
+        assert row["url"].endswith("#" + row["code"].lower() + "-" + RULES[row["code"]].name)
+        assert row["filename"] == str((tree / row["path"]).resolve())
+        assert row["location"]["row"] == row["line"]  # columns: characters, not bytes
+        assert row["location"]["column"] <= row["column"]
+        assert (row["fix"] is None) == (row["applicability"] is None)
     by_code = {(r["path"], r["code"]): r for r in rows}
     assert by_code[("pkg/model.py", "TEM001")]["fixable"] is True
     assert by_code[("pkg/model.py", "TEM004")]["fixable"] is False

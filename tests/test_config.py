@@ -92,6 +92,8 @@ BAD_PYPROJECT = [
     # (flake8's config and the command line are text, and split lists on commas)
     ('guard-functions = "a, b"', "guard-functions"),
     ('tracked-functions = "my.flag"', "tracked-functions"),
+    ('import-helpers = "safe_import"', "import-helpers"),
+    ('import-helpers = ["not a name"]', "import-helpers"),
     ('exclude = "build"', "exclude"),
     ('select = "TEM001"', "select"),
     ('unsafe-fixes = "true"', "unsafe-fixes"),
@@ -170,6 +172,39 @@ def test_flake8_config_splits_lists_on_commas(tmp_path: Path) -> None:
     write(tmp_path / "model.py", TE_FILE)
     done = flake8("--select", "TEM", "model.py", cwd=tmp_path)
     assert done.returncode in (0, 1) and "Traceback" not in done.stderr, done.stderr
+
+
+HELPER_FILE = """\
+from my_project.imports import try_import
+
+Linear, HAVE_TE = try_import("transformer_engine.pytorch", "Linear")
+
+
+def run(x):
+    return Linear(4, 4)(x, is_first_microbatch=True)
+"""
+"""Line 7: a TE Linear only when ``try_import`` is a configured import helper."""
+
+
+def test_import_helpers_reach_every_face(tmp_path: Path) -> None:
+    """``import-helpers`` from pyproject, the CLI flag and flake8's option: each makes the
+    helper's string arguments an import of TE, so the call is a TE ``Linear`` (not unresolved)."""
+    write(tmp_path / "model.py", HELPER_FILE)
+    plain = te_lint("check", "--isolated", "model.py", cwd=tmp_path)
+    assert "unresolved `Linear(4, 4)`" in plain.stdout, plain.stdout
+    flag = te_lint(
+        "check", "--isolated", "--import-helpers", "try_import", "model.py", cwd=tmp_path
+    )
+    assert "TE Linear `Linear(4, 4)`" in flag.stdout, flag.stdout
+    write(
+        tmp_path / "pyproject.toml", '[tool.te-microbatch-lint]\nimport-helpers = ["try_import"]\n'
+    )
+    config = te_lint("check", "model.py", cwd=tmp_path)
+    assert "TE Linear `Linear(4, 4)`" in config.stdout, config.stdout
+    done = flake8(
+        "--isolated", "--select", "TEM", "--te-import-helpers=try_import", "model.py", cwd=tmp_path
+    )
+    assert "TE Linear `Linear(4, 4)`" in done.stdout, done.stdout
 
 
 def test_libcst_runner_bad_value(tmp_path: Path) -> None:
@@ -346,8 +381,9 @@ def test_flake8_spells_options_with_te_prefix(tmp_path: Path) -> None:
     assert findings(done, tmp_path, tmp_path) == {("model.py", 11)}
 
 
-RUNNER_LEAVES_OUT = {"exclude", "extend-exclude"}
-"""libcst's runner chooses the files itself (its own ``--blacklist-patterns``)."""
+RUNNER_LEAVES_OUT = {"exclude", "extend-exclude", "extend-select", "extend-ignore"}
+"""libcst's runner chooses the files itself (its own ``--blacklist-patterns``) and takes only
+``--select``/``--ignore``."""
 
 
 def test_every_option_has_its_flag_in_the_cli_and_the_runner() -> None:

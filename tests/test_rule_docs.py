@@ -168,7 +168,8 @@ def test_sarif_descriptions_come_from_the_table(tmp_path: Path) -> None:
     by_id = {rule["id"]: rule for rule in rules}
     for code, rule in RULES.items():
         assert by_id[code]["shortDescription"]["text"] == rule.summary
-        assert by_id[code]["fullDescription"]["text"] == rule.explanation.strip()
+        assert by_id[code]["name"] == rule.name
+        assert by_id[code]["help"]["markdown"] == rule.explanation.strip()
         assert by_id[code]["helpUri"] == rule.help_uri
         assert rule.help_uri.endswith("#" + rule.anchor)
     # the anchor is the generated heading's, as GitHub spells it

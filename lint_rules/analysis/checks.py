@@ -10,6 +10,7 @@ import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from lint_rules.analysis import prefilter
 from lint_rules.analysis.lifecycle import Verdict
 from lint_rules.analysis.resolve import Callee, TEModule, TERejects, Unresolved
 from lint_rules.analysis.symbols import (
@@ -157,7 +158,7 @@ def may_be_module(a: Analysis, func: ast.expr) -> bool:
     can only when ``name`` is ``forward``, a wrapper's name, or a name an in-file class holds
     a value under (``te.Linear(...)``, ``torch.cat(...)``, ``h.masked_fill(...)`` cannot).
     Only for a call that could pass the flag positionally, where no other rule applies."""
-    if type(func) is not ast.Attribute:
+    if type(func) is not ast.Attribute or not prefilter.GATES:
         return True
     name = func.attr  # type: ignore[attr-defined]
     if name == "forward" or name in _FORWARDER_NAMES:
@@ -312,6 +313,7 @@ def tem005_called_twice(a: Analysis) -> None:
                 if call is not this
                 and not exclusive(path, site.exclusive_path)
                 and (id(call) in flag_lines or runs_after(call, this))
+                and a.gradients.pair_loses(this, call, site.call.ctx)
             ]
             if not others:
                 continue
@@ -327,7 +329,7 @@ def _may_repeat(a: Analysis, sites: list[CallSite]) -> bool:
     """Whether a module of these sites may be called twice in their function, from its text:
     a site's callee named once in the function's lines (and by no other site) is called
     once. Only for ASCII text (an identifier's spelling is then what ``ast`` says)."""
-    if a.source is None or not a.source.isascii():
+    if a.source is None or not a.source.isascii() or not prefilter.GATES:
         return True
     names: dict[str, int] = {}
     for site in sites:
@@ -386,7 +388,7 @@ def repeat_reason(a: Analysis, call: ast.Call, ctx: Context) -> str | None:
         bound, runs_backward = a.loop_facts(loop)
         if used & bound:
             return None
-        if runs_backward:
+        if runs_backward or not a.gradients.loop_loses(call, ctx, loop):
             return None
         kind = (
             "comprehension"

@@ -186,6 +186,12 @@ class Classes:
                 return Kind("unbound", te)
             if self.foreign_base(node) and not self.defines(node, "forward"):
                 return unknown(f"`{node.name}.forward` comes from a base outside the file")
+        for owner in self.lineage(node):
+            method = self.symbols.class_info(owner).methods.get(attr)
+            if method is not None and _decorated(method, _CLASS_LEVEL):
+                # `Utils.create_layer(kind)`: a static or class method, called on the class,
+                # gives what its `return` statements give (a factory of TE modules is TE)
+                return Kind("method", attr, node=method, owner=owner)
         return NOT_TE if self.defines(node, attr) else UNKNOWN
 
     def self_attribute(self, cls: ast.ClassDef, attr: str) -> Kind:
@@ -265,6 +271,17 @@ def keyword_only_takes(method: ast.FunctionDef | ast.AsyncFunctionDef) -> int | 
     if args.vararg is not None or not any(a.arg == FLAG for a in args.kwonlyargs):
         return None
     return len(args.posonlyargs) + len(args.args) - 1
+
+
+_CLASS_LEVEL = frozenset({"staticmethod", "classmethod"})
+
+
+def _decorated(method: ast.FunctionDef | ast.AsyncFunctionDef, names: frozenset[str]) -> bool:
+    return any(
+        (d.id if isinstance(d, ast.Name) else d.attr) in names
+        for d in method.decorator_list
+        if isinstance(d, (ast.Name, ast.Attribute))
+    )
 
 
 def _is_name(node: ast.AST, name: str) -> bool:

@@ -8,10 +8,11 @@ import unicodedata
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 
-from lint_rules.analysis import checks
-from lint_rules.analysis.fixes import FixBuilder, NoFixes
-from lint_rules.analysis.lifecycle import Judgement, Lifecycle
+from lint_rules.analysis import checks, prefilter
 from lint_rules.analysis.facts import collect
+from lint_rules.analysis.fixes import FixBuilder, NoFixes
+from lint_rules.analysis.gradient import Gradients
+from lint_rules.analysis.lifecycle import Judgement, Lifecycle
 from lint_rules.analysis.prefilter import state_lines, te_file
 from lint_rules.analysis.project import Project
 from lint_rules.analysis.resolve import Resolver
@@ -66,7 +67,7 @@ class Analysis:
         if project is not None and not self.mentions_te:
             # It may import a TE subclass or factory of another file of the run (``project``):
             # then a positional flag is looked for as in a file that imports TE.
-            self._symbols = ModuleSymbols(tree, source)
+            self._symbols = ModuleSymbols(tree, source, settings.import_helpers)
             self.mentions_te = project.start(self._symbols)
         self._fixes = fixes
         self._pending = True
@@ -80,10 +81,12 @@ class Analysis:
     def _prepare(self) -> None:
         """What the rules ask: the file's symbols, resolution, tracking and fix building."""
         self._pending = False
-        self.symbols = self._symbols or ModuleSymbols(self.tree, self.source)
+        helpers = self.settings.import_helpers
+        self.symbols = self._symbols or ModuleSymbols(self.tree, self.source, helpers)
         self.resolver = Resolver(self.symbols, self.project)
         settings = self.settings
         guards = tuple(dict.fromkeys((*settings.guard_functions, settings.guard_import)))
+        self.gradients = Gradients(self.resolver, self.tree)
         self.tracker = Tracker(self.symbols, guards, settings.tracked_functions)
         run = self.project.lifecycle if self.project is not None else None
         self.lifecycle = Lifecycle(self.tree, run)
@@ -97,12 +100,14 @@ class Analysis:
 
     def run(self) -> list[Finding]:
         marks = None
-        if self.source is not None:
+        if self.source is not None and prefilter.GATES:
             te = self.mentions_te
             marks = _merged(interesting_lines(t, ls or self.lines, te) for t, ls in self._texts)
             if not marks:
                 return self.findings  # no line can hold a call a rule looks at
-        positional = 2 if self.mentions_te else 1 << 30
+        positional: int | None = 2 if self.mentions_te else 1 << 30
+        if not prefilter.GATES:
+            positional = None if self.mentions_te else positional
         walker = Walker(self._on_call, marks, positional)
         walker.walk_body(self.tree.body, MODULE_CONTEXT)
         checks.tem005_called_twice(self)
@@ -187,7 +192,9 @@ class Analysis:
                 node.end_lineno or node.lineno,  # type: ignore[attr-defined]
                 node.end_col_offset if node.end_col_offset is not None else node.col_offset,  # type: ignore[attr-defined]
                 fix,
-                verdict=judgement.verdict.value if judgement is not None else extra.get("verdict", ""),
+                verdict=judgement.verdict.value
+                if judgement is not None
+                else extra.get("verdict", ""),
                 evidence=judgement.evidence if judgement is not None else evidence,
             )
         )

@@ -22,8 +22,9 @@ class Write(NamedTuple):
 
     key: str
     value: str
-    """``true``, ``false``, ``none``, ``param:<name>``, ``copy`` (another state's value) or
-    ``derived`` (anything else: a count, a mode, an argument's function)."""
+    """``true``, ``false``, ``none``, ``zero`` (a count reset), ``const`` (another constant, or
+    a step ``n += 1``), ``param:<name>``, ``copy`` (another state's value) or ``derived``
+    (anything else: a mode, a function of an argument)."""
     function: str
     """The qualified name of the function it sits in (``Class.method``); "" at module level."""
     conditions: tuple[str, ...]
@@ -101,7 +102,7 @@ def write_value(value: ast.expr | None, params: frozenset[str]) -> str:
             return "false"
         if value.value is None:
             return "none"
-        return "derived"
+        return "zero" if value.value == 0 and not isinstance(value.value, bool) else "const"
     if isinstance(value, ast.Name) and value.id in params:
         return f"param:{value.id}"
     if isinstance(value, ast.Attribute) and value.attr not in MODE_ATTRIBUTES:
@@ -193,8 +194,12 @@ class _Collector:
             self._calls(test, function)
             yes = condition_text(test, True)
             no = condition_text(test, False)
-            self.body(stmt.body, function, (*conditions, yes) if yes else conditions, params, declared)  # type: ignore[attr-defined]
-            self.body(stmt.orelse, function, (*conditions, no) if no else conditions, params, declared)  # type: ignore[attr-defined]
+            self.body(
+                stmt.body, function, (*conditions, yes) if yes else conditions, params, declared
+            )  # type: ignore[attr-defined]
+            self.body(
+                stmt.orelse, function, (*conditions, no) if no else conditions, params, declared
+            )  # type: ignore[attr-defined]
             return
         if kind in (ast.For, ast.AsyncFor):
             self._calls(stmt.iter, function)  # type: ignore[attr-defined]
@@ -234,7 +239,7 @@ class _Collector:
         elif isinstance(stmt, (ast.AnnAssign, ast.AugAssign)) and stmt.value is not None:
             targets, value = [stmt.target], stmt.value
             if isinstance(stmt, ast.AugAssign):
-                value = None  # `n += 1`: derived
+                value = ast.Constant("step")  # `n += 1`: a step, never a re-arm
         for target in targets:
             for node in _targets(target):
                 key = None
@@ -266,7 +271,9 @@ class _Collector:
                 if attr is not None:
                     kind = write_value(sub.args[2], params)  # type: ignore[attr-defined]
                     self.writes.append(
-                        Write(f"attr:{attr}", kind, function, conditions, sub.lineno, sub.col_offset)
+                        Write(
+                            f"attr:{attr}", kind, function, conditions, sub.lineno, sub.col_offset
+                        )
                     )
                 continue
             if name:

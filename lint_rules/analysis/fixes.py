@@ -16,7 +16,7 @@ from dataclasses import replace
 from lint_rules.analysis.classes import Classes
 from lint_rules.analysis.kinds import Kind
 from lint_rules.analysis.lifecycle import Judgement
-from lint_rules.analysis.resolve import Callee, TEModule
+from lint_rules.analysis.resolve import Callee, TEModule, Unresolved
 from lint_rules.analysis.symbols import ModuleSymbols, Scope, span
 from lint_rules.findings import Edit, Fix, Position, ast_lines
 from lint_rules.settings import Settings
@@ -144,6 +144,8 @@ class FixBuilder:
         """
         if isinstance(value, ast.NamedExpr):
             return None  # `(f := x)`: any rewrite would change what `f` is bound to
+        if isinstance(callee, Unresolved) and callee.graphed:
+            return None  # a graphed callable needs a bool: `None` would break the call
         start, end = span(value)
         own = self._paren_span(value)
         outer_start, outer_end = own if isinstance(own, tuple) else (start, end)
@@ -316,10 +318,11 @@ class FixBuilder:
             and (scope is None or scope.lookup(root) is None)
             and root not in self.symbols.alias_choices
         ):
-            receiver = _receiver(scope)
+            # `def f(this, x)`: `self.config` is `this.config` there; any other root that is
+            # not in scope is never the receiver (`get_args()` must not become `self()`)
+            receiver = _receiver(scope) if root == "self" else None
             if receiver is None:
                 return f"`{root}` is not in scope"
-            # `def f(this, x)`: `self.config` is `this.config` there
             stripped = config.strip()
             root, config = receiver, receiver + stripped[stripped.index(root) + len(root) :]
         unset = self._unset_attribute(root, config, scope)

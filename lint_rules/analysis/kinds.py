@@ -60,6 +60,9 @@ class Unresolved:
 
     why: str = "not resolved"
     via: str = ""
+    graphed: bool = False
+    """Its holder is named for CUDA graphs (``self.cuda_graphs[l][mb]``): it may be a
+    ``make_graphed_callables`` callable, which needs a bool flag, so it is never rewritten."""
 
 
 Callee = Union[TEModule, TERejects, NotTE, Unresolved]

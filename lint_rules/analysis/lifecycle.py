@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from lint_rules.analysis.facts import (
     EMPTY,
     MODE_ATTRIBUTES,
+    CallFact,
     FileFacts,
     Write,
     collect,
@@ -42,6 +43,7 @@ class Verdict(enum.Enum):
 
 
 RANK = {v: n for n, v in enumerate(Verdict)}
+
 
 def runs_as_forward(name: str) -> bool:
     """Whether a function of this name runs as a module's forward (what a training step calls,
@@ -178,9 +180,13 @@ class Lifecycle:
             else "never refreshes the FP8 weight cache"
         )
         message = f"the constant `{value.value!r}` in a module's forward {what}"
-        return Source(Judgement(Verdict.STALE, (Evidence(message, value.lineno, value.col_offset),)))
+        return Source(
+            Judgement(Verdict.STALE, (Evidence(message, value.lineno, value.col_offset),))
+        )
 
-    def _compare(self, value: ast.Compare, scope: Scope | None, ctx: Context, where: Scope | None) -> Source:
+    def _compare(
+        self, value: ast.Compare, scope: Scope | None, ctx: Context, where: Scope | None
+    ) -> Source:
         left = value.left
         if (
             len(value.ops) == 1
@@ -198,11 +204,17 @@ class Lifecycle:
                         f"`{_text(value)}` over the loop that steps the optimizer (line "
                         f"{loop.lineno}) is True once per process: a resumed run passes True again"
                     )
-                    return Source(Judgement(Verdict.STALE, (Evidence(message, value.lineno, value.col_offset),)))
+                    return Source(
+                        Judgement(
+                            Verdict.STALE, (Evidence(message, value.lineno, value.col_offset),)
+                        )
+                    )
                 if loop_runs_backward(loop) or self.drives(ctx, where):
                     return Source(MAINTAINED)
                 message = f"`{_text(value)}` is True on the first pass of a loop inside forward"
-                return Source(Judgement(Verdict.STALE, (Evidence(message, value.lineno, value.col_offset),)))
+                return Source(
+                    Judgement(Verdict.STALE, (Evidence(message, value.lineno, value.col_offset),))
+                )
         if isinstance(index, ast.Attribute):
             return Source(None, f"attr:{index.attr}", index)  # `self.current_microbatch == 0`
         return self._unknown(value, f"`{_text(value)}` is not followed")
@@ -221,7 +233,11 @@ class Lifecycle:
             yield from self.run.getters
 
     def _unknown(self, node: ast.AST, why: str) -> Source:
-        return Source(Judgement(Verdict.UNVERIFIED, (Evidence(why, _line(node), getattr(node, "col_offset", 0)),)))
+        return Source(
+            Judgement(
+                Verdict.UNVERIFIED, (Evidence(why, _line(node), getattr(node, "col_offset", 0)),)
+            )
+        )
 
     # -- driver code -------------------------------------------------------------------
 
@@ -261,7 +277,7 @@ class Lifecycle:
         writes = [w for w in self.own.writes if w.key == key]
         self.keys.update(f"fn:{_last(w.function)}" for w in writes if _re_arms(w))
         if self.run is not None:
-            writes.extend(self.run.writes.get(key, ()))
+            writes.extend(self.run.writes(key))
         source = Evidence(f"the flag is `{spelled}`", _line(node), getattr(node, "col_offset", 0))
         alone = self.run is None
         if not writes:
@@ -303,26 +319,35 @@ class Lifecycle:
         """Where the function holding a re-arm is called (a forward is called every step)."""
         name = _last(write.function)
         if runs_as_forward(name):
-            return Evidence(f"`{write.function}` runs on every forward", write.line, write.col, write.path)
+            return Evidence(
+                f"`{write.function}` runs on every forward", write.line, write.col, write.path
+            )
         calls = [c for c in self.own.calls if c.name == name and c.function != write.function]
         if self.run is not None:
-            calls.extend(c for c in self.run.calls.get(name, ()) if c.function != write.function)
+            calls.extend(c for c in self.run.calls(name) if c.function != write.function)
         if write.value.startswith("param:"):
             calls = [c for c in calls if c.arg != "false"]
         if not calls:
             return None
         call = calls[0]
-        return Evidence(f"`{name}` is called from `{call.function or 'module level'}`", call.line, call.col, call.path)
+        return Evidence(
+            f"`{name}` is called from `{call.function or 'module level'}`",
+            call.line,
+            call.col,
+            call.path,
+        )
 
 
-_ALONE = Evidence("re-arming in other files is not seen here; `te-microbatch-lint check .` sees the project")
+_ALONE = Evidence(
+    "re-arming in other files is not seen here; `te-microbatch-lint check .` sees the project"
+)
 
 
 def _re_arms(write: Write) -> bool:
     """A write that can set the flag again after ``__init__``: True, an argument, a fresh value."""
     if not write.function or _last(write.function) == "__init__":
         return False
-    return write.value == "true" or write.value == "derived" or write.value.startswith("param:")
+    return write.value in ("true", "zero", "derived") or write.value.startswith("param:")
 
 
 def _first_of_each(writes: Sequence[Write]) -> list[Write]:
@@ -330,7 +355,9 @@ def _first_of_each(writes: Sequence[Write]) -> list[Write]:
     chosen: list[Write] = []
     seen: set[str] = set()
     for write in writes:
-        kind = "init" if (not write.function or _last(write.function) == "__init__") else write.value
+        kind = (
+            "init" if (not write.function or _last(write.function) == "__init__") else write.value
+        )
         if kind in ("init", "false") and kind not in seen:
             seen.add(kind)
             chosen.append(write)
@@ -352,9 +379,15 @@ def _describe(write: Write, condition: str = "") -> Evidence:
 
 
 def _value_text(value: str) -> str:
-    return {"true": "True", "false": "False", "none": "None", "copy": "a copy", "derived": "a computed value"}.get(
-        value, f"its argument `{value[6:]}`" if value.startswith("param:") else value
-    )
+    return {
+        "true": "True",
+        "false": "False",
+        "none": "None",
+        "zero": "0",
+        "const": "a constant",
+        "copy": "a copy",
+        "derived": "a computed value",
+    }.get(value, f"its argument `{value[6:]}`" if value.startswith("param:") else value)
 
 
 def _last(function: str) -> str:
@@ -382,7 +415,9 @@ def first_value_name(value: ast.expr) -> ast.expr | None:
     bound = right.value
     if isinstance(bound, bool) or not isinstance(bound, int):
         return None
-    if (isinstance(op, (ast.Eq, ast.LtE)) and bound == 0) or (isinstance(op, ast.Lt) and bound == 1):
+    if (isinstance(op, (ast.Eq, ast.LtE)) and bound == 0) or (
+        isinstance(op, ast.Lt) and bound == 1
+    ):
         return left
     return None
 
@@ -425,56 +460,46 @@ def _called_by_forward(cls: ast.ClassDef, name: str) -> bool:
 
 
 class RunFacts:
-    """The facts of the other files of a run, by state key and by called name."""
+    """The facts of the files of a run, by state key and by called name. ``skip``: a file
+    whose facts are left out (a file's own facts are read from its tree)."""
 
     def __init__(self, files: Iterable[tuple[str, FileFacts]] = ()) -> None:
-        self.writes: dict[str, list[Write]] = {}
-        self.calls: dict[str, list] = {}
-        self.getters: list[tuple[str, str]] = []
-        self.files: list[tuple[str, FileFacts]] = []
+        self._writes: dict[str, list[Write]] = {}
+        self._calls: dict[str, list[CallFact]] = {}
+        self._getters: list[tuple[str, str, str]] = []
+        self.paths: set[str] = set()
+        self.skip: str | None = None
         for path, facts in files:
             self.add(path, facts)
 
     def add(self, path: str, facts: FileFacts) -> None:
-        if facts is EMPTY or facts == EMPTY:
+        if facts == EMPTY:
             return
-        self.files.append((path, facts))
+        self.paths.add(path)
         for write in facts.writes:
-            self.writes.setdefault(write.key, []).append(write._replace(path=path))
+            self._writes.setdefault(write.key, []).append(write._replace(path=path))
         for call in facts.calls:
-            self.calls.setdefault(call.name, []).append(call._replace(path=path))
-        self.getters.extend(facts.getters)
+            self._calls.setdefault(call.name, []).append(call._replace(path=path))
+        self._getters.extend((name, key, path) for name, key in facts.getters)
+
+    def writes(self, key: str) -> list[Write]:
+        return [w for w in self._writes.get(key, ()) if w.path != self.skip]
+
+    def calls(self, name: str) -> list[CallFact]:
+        return [c for c in self._calls.get(name, ()) if c.path != self.skip]
+
+    @property
+    def getters(self) -> list[tuple[str, str]]:
+        return [(name, key) for name, key, path in self._getters if path != self.skip]
 
     def without(self, path: str) -> RunFacts:
-        """The facts of every file but ``path`` (a file's own facts are read from its tree)."""
-        if not any(p == path for p, _ in self.files):
+        """The same facts less those of ``path`` (a view: nothing is copied)."""
+        if path not in self.paths:
             return self
-        return _Without(self, path)
-
-
-class _Without(RunFacts):
-    """A run's facts less one file's, filtered when read (a view: no copy per file)."""
-
-    def __init__(self, run: RunFacts, path: str) -> None:  # noqa: D107 - a view
-        self._run, self._path = run, path
-        self.files = [(p, f) for p, f in run.files if p != path]
-        self.getters = [g for p, f in self.files for g in f.getters]
-
-    @property  # type: ignore[override]
-    def writes(self) -> _Filtered:
-        return _Filtered(self._run.writes, self._path)
-
-    @property  # type: ignore[override]
-    def calls(self) -> _Filtered:
-        return _Filtered(self._run.calls, self._path)
-
-
-class _Filtered:
-    def __init__(self, table: dict[str, list], path: str) -> None:
-        self.table, self.path = table, path
-
-    def get(self, key: str, default: Sequence = ()) -> list:
-        return [x for x in self.table.get(key, default) if x.path != self.path]
+        view = RunFacts()
+        view._writes, view._calls, view._getters = self._writes, self._calls, self._getters
+        view.paths, view.skip = self.paths, path
+        return view
 
 
 def lifecycle_digest(keys: Sequence[str], run: RunFacts) -> str:
@@ -483,10 +508,10 @@ def lifecycle_digest(keys: Sequence[str], run: RunFacts) -> str:
     the same verdicts, so a file's result is reused only when this is unchanged."""
     if not keys:
         return ""
-    writes = sorted(w for k in keys if not k.startswith("fn:") for w in run.writes.get(k, ()))
+    writes = sorted(w for k in keys if not k.startswith("fn:") for w in run.writes(k))
     names = {k[3:] for k in keys if k.startswith("fn:")}
     names.update(_last(w.function) for w in writes)
-    calls = sorted(c for n in sorted(names) for c in run.calls.get(n, ()))
+    calls = sorted(c for n in sorted(names) for c in run.calls(n))
     if not (writes or calls or run.getters):
         return ""
     text = repr((writes, calls, sorted(run.getters)))

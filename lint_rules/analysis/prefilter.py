@@ -11,14 +11,23 @@ from collections.abc import Iterator
 
 from lint_rules.te import FLAG, TE_MODULE_CLASSES, TE_ROOT
 
+GATES = True
+"""Every text-level shortcut the analysis takes for speed asks this switch: this prefilter,
+``te_file``, the lines the walk visits (``walk.interesting_lines``), the calls it hands over,
+``checks.may_be_module`` and ``checks._may_repeat``, the lines a run shares facts from
+(``state_lines``). Off (``tests/test_gates.py``), each gives its permissive answer, and the
+findings must be the same."""
+
 _SEPARATED = r"(?:[ \t\f]|\\(?:\r\n|\r|\n))"
 _TE_IMPORT = re.compile(
-    rf"(?:(?<![\w])(?:import|from){_SEPARATED}+|,{_SEPARATED}*)transformer_engine\b"
+    rf"(?:(?<![\w])(?:import|from){_SEPARATED}+|,{_SEPARATED}*|\([\"'])transformer_engine\b"
 )
 """``transformer_engine`` named where an import names a module: after ``import`` or ``from``, or
 after a comma (``import torch, transformer_engine``), spaces, tabs, form feeds and
 backslash-continued line breaks between (so also ``try: import ...``, ``x; import ...``). A
-superset of every import of TE (a comma in a call matches too), whatever the line endings."""
+superset of every import of TE (a comma in a call matches too), whatever the line endings; the
+string a call opens with (``safe_import_from("transformer_engine.pytorch", "Linear")``) counts
+too, for optional-import helpers."""
 _TE_CLASS_WORD = re.compile(r"(?<![\w])(?:{})\b".format("|".join(sorted(TE_MODULE_CLASSES))))
 """A TE class that takes the flag, as a word (not ``TELinear`` or ``ColumnParallelLinear``; but
 ``nn.Linear`` too: ``nn`` may be any module, TE's included)."""
@@ -30,7 +39,7 @@ def mentions_flag(text: str) -> bool:
 
     Every other file costs a byte search or two and is never parsed.
     """
-    return FLAG in text or te_file(text)
+    return not GATES or FLAG in text or te_file(text)
 
 
 def _is_word(char: str) -> bool:
@@ -56,6 +65,8 @@ def _imports_te(text: str) -> bool:
 def _after_import(text: str, at: int) -> bool:
     """Whether what comes before ``at`` is ``import`` or ``from`` and a separator, or a comma
     (separators: spaces, tabs, form feeds, backslash-continued line breaks)."""
+    if at >= 2 and text[at - 1] in "\"'" and text[at - 2] == "(":
+        return True  # `safe_import_from("transformer_engine.pytorch", ...)`: an optional import
     start = at
     while True:
         if start and text[start - 1] in " \t\f":
@@ -93,6 +104,8 @@ def te_file(text: str) -> bool:
     """Whether a positional flag can reach a TE module in this file: it imports TE and names a
     class that takes the flag (resolution stays in the file, so a TE module called here is
     constructed, declared or subclassed here by such a name)."""
+    if not GATES:
+        return True
     return TE_ROOT in text and _imports_te(text) and _names_te_class(text)
 
 
@@ -101,10 +114,6 @@ STATE_WORDS = ("microbatch", "micro_batch")
 one of these (any case): ``self.is_first_microbatch = True``, ``set_is_first_microbatch()``,
 ``decoder.current_microbatch = i``, ``_IS_FIRST_MICROBATCH = v``. The file's own verdicts read
 every statement of the file."""
-
-GATES = True
-"""The text gates of this module on (tests turn them off: findings must be identical)."""
-
 
 def state_lines(text: str) -> list[int] | None:
     """The lines (1-based, ascending) whose statements a run shares as lifecycle facts;

@@ -57,6 +57,14 @@ _CONTAINER_FACTORIES = frozenset(
     }
 )
 _BUILTIN_NAMES = frozenset(dir(builtins))
+RETURNS_SELF = frozenset(
+    {"cuda", "cpu", "xpu", "ipu", "mtia", "to", "to_empty", "type", "float", "double", "half"}
+    | {"bfloat16", "train", "eval", "requires_grad_", "share_memory", "apply"}
+)
+"""``torch.nn.Module`` methods documented to return the module itself (``Returns: self``)."""
+_MODULE_VALUES = frozenset(
+    {"te_instance", "local_instance", "container", "self", "graphed", "not_te"}
+)
 MAPPING_STORES = frozenset({"update", "setdefault"})
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _NO_CYCLE = 1 << 30
@@ -141,6 +149,12 @@ class Resolver:
 
     def callee(self, call: ast.Call, scope: Scope | None) -> Callee:
         """What the function of ``call`` is (through a forwarding wrapper, what it calls)."""
+        found = self._callee(call, scope)
+        if isinstance(found, Unresolved) and graph_holder(call.func):
+            return Unresolved(f"{found.why} (it may be a graphed callable)", found.via, True)
+        return found
+
+    def _callee(self, call: ast.Call, scope: Scope | None) -> Callee:
         kind = self.callee_kind(call.func, scope)
         if kind.tag != "forwarder":
             return self._typed(kind, 0, "")
@@ -240,6 +254,9 @@ class Resolver:
             annotation = owner.params[name]
             if annotation is not None:
                 return self.instance_of(self.annotation(annotation))
+            default = lambda_default(owner.node, name)
+            if default is not None:  # `lambda x, b=block: b(x, ...)`: what it binds
+                return self.resolve(default, owner.parent)
             return unknown(f"parameter `{name}` has no annotation")
         kinds = []
         for binding in owner.bindings.get(name, []):
@@ -337,6 +354,8 @@ class Resolver:
             return NOT_TE
         if isinstance(node, ast.NamedExpr):
             return self.resolve(node.value, scope)
+        if isinstance(node, ast.BoolOp):  # `fn or default_fn`: one of the operands
+            return join([self.resolve(value, scope) for value in node.values])
         return unknown(f"`{type(node).__name__}` expressions are not followed")
 
     def _chain(self, node: ast.Attribute, spelled: str) -> Kind:
@@ -410,6 +429,10 @@ class Resolver:
             if name is not None:
                 return self.attribute_of(self.resolve(call.args[0], scope), name)
             return unknown("`getattr` with a name that is not a constant")
+        if isinstance(func, ast.Attribute) and func.attr in RETURNS_SELF:
+            base = self.resolve(func.value, scope)
+            if base.tag in _MODULE_VALUES:
+                return base  # `te.Linear(...).cuda()`, `.to(device)`, `.eval()`: the module
         kind = self.resolve(func, scope)
         if kind.tag in ("te_class", "reject", "class", "pending", "project_class"):
             return self.instance_of(kind)
@@ -475,6 +498,40 @@ class Resolver:
             return join(kinds) if kinds else NOT_TE
 
         return self.memoised(("returns", id(function)), compute)
+
+
+def graph_holder(func: ast.expr) -> bool:
+    """Whether a callee is spelled as held for CUDA graphs: a name or attribute on its path
+    says ``graph`` (``self.cuda_graphs[l][mb]``, ``graphed_layers[i]``, ``graph_fn``)."""
+    node: ast.expr = func
+    while True:
+        if isinstance(node, ast.Name):
+            return "graph" in node.id.lower()
+        if isinstance(node, ast.Attribute):
+            if "graph" in node.attr.lower():
+                return True
+            node = node.value
+        elif isinstance(node, ast.Subscript):
+            node = node.value
+        else:
+            return False
+
+
+def lambda_default(function: ast.AST | None, name: str) -> ast.expr | None:
+    """The default of a lambda's parameter ``name`` (``lambda x, b=block: ...``): what the
+    idiom binds, evaluated where the lambda is written; None for a ``def`` (callers may pass
+    another value) and for a parameter without one."""
+    if not isinstance(function, ast.Lambda):
+        return None
+    args = function.args
+    positional = [*args.posonlyargs, *args.args]
+    for arg, default in zip(positional[len(positional) - len(args.defaults) :], args.defaults):
+        if arg.arg == name:
+            return default
+    for arg, default in zip(args.kwonlyargs, args.kw_defaults):
+        if arg.arg == name:
+            return default
+    return None
 
 
 def _legacy_te_checkpoint(call: ast.Call) -> bool:

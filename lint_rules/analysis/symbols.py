@@ -59,13 +59,49 @@ __all__ = [
 ]
 
 
+def optional_import(
+    value: ast.expr, helpers: tuple[str, ...], aliases: dict[str, list[str]]
+) -> str | None:
+    """The dotted name an optional-import helper call imports, if ``value`` is one: a helper
+    named in ``helpers`` (by its last name, or by its dotted name as imported), given the
+    module (and the symbol) as string constants."""
+    if not isinstance(value, ast.Call) or not value.args:
+        return None
+    spelled = dotted(value.func)
+    if spelled is None:
+        return None
+    head, _, rest = spelled.partition(".")
+    qual = spelled
+    if aliases.get(head):
+        qual = aliases[head][0] + (f".{rest}" if rest else "")
+    short = spelled.rsplit(".", 1)[-1]
+    if not any(h in (qual, spelled) or ("." not in h and h == short) for h in helpers):
+        return None
+    texts = [constant_str(a) for a in value.args[:2]]
+    for keyword in value.keywords:
+        if keyword.arg in ("module", "symbol"):
+            index = 0 if keyword.arg == "module" else 1
+            while len(texts) <= index:
+                texts.append(None)
+            texts[index] = constant_str(keyword.value)
+    module = texts[0]
+    if not module:
+        return None
+    symbol = texts[1] if len(texts) > 1 else None
+    return imported_name(module, symbol) if symbol else module
+
+
 class ModuleSymbols:
     """Module-level names, and (lazily) the scopes and classes the analysis asks about.
 
     Imports inside functions live in their scopes, not here.
     """
 
-    def __init__(self, tree: ast.Module, source: str | None = None) -> None:
+    def __init__(
+        self, tree: ast.Module, source: str | None = None, helpers: tuple[str, ...] = ()
+    ) -> None:
+        self.helpers = helpers
+        """Optional-import helpers (setting ``import-helpers``): ``optional_import``."""
         self.walrus = source is None or ":=" in source
         self._walrus_marks: list[int] | None = None
         if self.walrus and source is not None:
@@ -115,6 +151,8 @@ class ModuleSymbols:
         elif kind is ast.ClassDef:
             self.classes[stmt.name] = stmt  # type: ignore[attr-defined]
         elif kind is ast.Assign:
+            if self.helpers and self._helper_import(stmt):  # type: ignore[arg-type]
+                return
             for target in stmt.targets:  # type: ignore[attr-defined]
                 if type(target) is ast.Name:
                     self.assigns.setdefault(target.id, []).append(stmt.value)  # type: ignore[attr-defined]
@@ -128,6 +166,21 @@ class ModuleSymbols:
                 elif isinstance(child, ast.ExceptHandler):
                     for sub in child.body:
                         self._collect(sub)
+
+    def _helper_import(self, stmt: ast.Assign) -> bool:
+        """``X, HAVE_X = safe_import_from("pkg.mod", "X")`` (or ``mod, HAVE = safe_import(
+        "pkg.mod")``): an import of ``pkg.mod.X`` bound to the first name, like ``from pkg.mod
+        import X``, so that a fallback bound under ``if not HAVE_X:`` never masks it."""
+        qual = optional_import(stmt.value, self.helpers, self.alias_choices)
+        if qual is None or len(stmt.targets) != 1:
+            return False
+        target = stmt.targets[0]
+        if isinstance(target, (ast.Tuple, ast.List)) and target.elts:
+            target = target.elts[0]
+        if not isinstance(target, ast.Name):
+            return False
+        self._alias(target.id, qual)
+        return True
 
     def all_classes(self) -> list[ast.ClassDef]:
         """Every class the file defines, at any depth."""

@@ -18,6 +18,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import stat
+import sys
 import time
 from dataclasses import astuple, fields
 from typing import Any
@@ -40,7 +42,9 @@ _TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# te-microbatch-lint result
 def code_hash() -> str:
     """The linter's own code, by module sizes and mtimes (cheap: a stat per module)."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    digest = blake2b(__version__.encode(), digest_size=8)
+    # The interpreter too: one checkout installed in two Pythons must not share results (a
+    # file one of them cannot parse).
+    digest = blake2b(f"{__version__} {sys.version}".encode(), digest_size=8)
     for folder, dirs, names in sorted(os.walk(root)):
         dirs.sort()
         for name in sorted(names):
@@ -48,6 +52,13 @@ def code_hash() -> str:
                 info = os.stat(os.path.join(folder, name))
                 digest.update(f"{folder}/{name}:{info.st_size}:{info.st_mtime_ns};".encode())
     return digest.hexdigest()
+
+
+def _row(path: str, row: list[Any]) -> Reported:
+    values = dict(zip(_FIELDS, row))
+    for key in ("evidence", "edits"):  # JSON gave lists back: the dataclass holds tuples
+        values[key] = tuple(tuple(step) for step in values.get(key, ()))
+    return Reported(path, **values)
 
 
 class ResultCache:
@@ -61,21 +72,26 @@ class ResultCache:
         self.entries: dict[str, list[Any]] = {}
         self.dirty = False
         self.now = int(time.time())
-        with contextlib.suppress(OSError, ValueError):
-            with open(self.path, encoding="utf-8") as handle:
-                loaded = json.load(handle)
-            if isinstance(loaded, dict):
-                self.entries = loaded
+        loaded = _load(self.path)
+        if isinstance(loaded, dict):
+            self.entries = loaded
 
     def get(self, digest: str, path: str) -> Outcome | None:
         entry = self.entries.get(digest)
         if not isinstance(entry, list) or len(entry) != 10:
             return None
         when, error, rows, used, names, exports, package, indexed, facts, keys = entry
+        if not _is_time(when):
+            return None
         try:
             if error is not None:
-                return Outcome(path, error=error[0], error_line=error[1], error_column=error[2])
-            found = tuple(_reported(path, row) for row in rows)
+                message, line, column = error
+                if not (isinstance(message, str) and _optional_int(line, column)):
+                    return None
+                return Outcome(path, error=message, error_line=line, error_column=column)
+            if not all(_row_ok(row) for row in rows):
+                return None
+            found = tuple(_row(path, row) for row in rows)
             project = {
                 "facts": None if facts is None else _facts(facts),
                 "keys": tuple(map(str, keys)),
@@ -85,7 +101,7 @@ class ResultCache:
                 "package": None if package is None else str(package),
                 "indexed": indexed is True,
             }
-        except (TypeError, IndexError, ValueError):
+        except (TypeError, IndexError, ValueError, AttributeError, RecursionError):
             return None
         if self.now - when > 86400:
             entry[0] = self.now
@@ -109,10 +125,14 @@ class ResultCache:
         if not self.dirty:
             return
         oldest = self.now - MAX_AGE_S
-        kept = {k: v for k, v in self.entries.items() if isinstance(v, list) and v[0] >= oldest}
+        kept = {
+            k: v
+            for k, v in self.entries.items()
+            if isinstance(v, list) and len(v) == 8 and _is_time(v[0]) and v[0] >= oldest
+        }
         import tempfile
 
-        with contextlib.suppress(OSError):
+        with contextlib.suppress(OSError, ValueError, TypeError, RecursionError):
             self._prepare()
             fd, temp = tempfile.mkstemp(dir=self.directory, prefix=".", suffix=".tmp")
             try:
@@ -128,9 +148,68 @@ class ResultCache:
         os.makedirs(self.directory, exist_ok=True)
         for name, text in ((".gitignore", "*\n"), ("CACHEDIR.TAG", _TAG)):
             target = os.path.join(self.root, name)
-            if not os.path.exists(target):
-                with open(target, "w", encoding="utf-8") as handle:
+            if os.path.lexists(target):
+                continue
+            # never through a symlink (a dangling one would create its target elsewhere)
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+            with contextlib.suppress(FileExistsError):
+                fd = os.open(target, flags, 0o644)
+                with os.fdopen(fd, "w", encoding="utf-8") as handle:
                     handle.write(text)
+
+
+MAX_BYTES = 1 << 28
+"""A cache file larger than this is not read (it is not one this tool wrote)."""
+
+
+_TYPES = {
+    "code": str, "message": str, "line": int, "column": int, "end_line": int,
+    "end_column": int, "char_column": int, "end_char_column": int, "fixable": bool,
+    "applicability": (str, type(None)), "fingerprint": str, "verdict": str, "evidence": list,
+}  # fmt: skip
+
+
+def _row_ok(row: Any) -> bool:
+    """A stored finding with the fields and types of ``Reported`` (ints are not bools)."""
+    return (
+        isinstance(row, list)
+        and len(row) == len(_FIELDS)
+        and all(
+            isinstance(value, _TYPES.get(name, object))
+            and (name == "fixable" or not isinstance(value, bool))
+            for name, value in zip(_FIELDS, row)
+        )
+    )
+
+
+def _optional_int(*values: Any) -> bool:
+    return all(v is None or (isinstance(v, int) and not isinstance(v, bool)) for v in values)
+
+
+def _is_time(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _load(path: str) -> Any:
+    """The JSON at ``path``, or None for anything but a readable regular file (never a
+    symlink, FIFO or device: reading one could block or never end) holding valid JSON."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_BYTES:
+            return None
+        with os.fdopen(fd, "rb") as handle:
+            fd = -1
+            return json.loads(handle.read())
+    except (OSError, ValueError, RecursionError):
+        return None
+    finally:
+        if fd >= 0:
+            os.close(fd)
 
 
 def default_directory() -> str:
@@ -142,14 +221,6 @@ def open_cache(no_cache: bool, directory: str | None) -> ResultCache | None:
     if no_cache:
         return None
     return ResultCache(directory or os.environ.get(ENV_DIR) or default_directory())
-
-
-def _reported(path: str, row: list[Any]) -> Reported:
-    found = dict(zip(_FIELDS, row))
-    found["evidence"] = tuple(
-        (str(p), int(line), int(col), str(text)) for p, line, col, text in found.get("evidence", ())
-    )
-    return Reported(path, **found)
 
 
 def _facts(raw: list[Any]) -> Any:

@@ -15,18 +15,20 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TextIO
+from typing import Any, Callable, TextIO
 
 from lint_rules.cli.discovery import Discovery, _forced_out, discover
 from lint_rules.cli.formats import (
+    PLAIN,
     PROG,
     Problem,
+    Style,
     fixable_hint,
     format_github,
     format_json,
-    format_sarif,
     format_statistics,
     format_text,
+    use_colour,
 )
 from lint_rules.cli.options import Configuration, build_parser, configure
 from lint_rules.cli.progress import Progress
@@ -101,12 +103,26 @@ def _outcomes(
         progress.clear()
 
 
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.realpath(a) == os.path.realpath(b)
+
+
 @contextmanager
-def _output(args: argparse.Namespace) -> Iterator[TextIO]:
-    """Where the report goes: ``--output-file`` (closed at the end), else stdout."""
+def _output(args: argparse.Namespace, inputs: Sequence[str] = ()) -> Iterator[TextIO]:
+    """Where the report goes: ``--output-file`` (closed at the end), else stdout. Opening it
+    truncates it, so it must not be one of the files read (``inputs``)."""
     if not getattr(args, "output_file", None):
         yield sys.stdout
         return
+    clash = next((path for path in inputs if _same_file(args.output_file, path)), None)
+    if clash is not None:
+        raise UsageError(
+            f"{args.output_file}: is one of the files checked ({clash}); "
+            "--output-file must name another file"
+        )
     try:
         out = open(args.output_file, "w", encoding="utf-8", errors="backslashreplace")  # noqa: SIM115
     except OSError as error:
@@ -120,11 +136,30 @@ def _check_status(
 ) -> int:
     """``check``'s ending: the problems and the hint on stderr, then the exit status."""
     _report((p.path, p.reason) for p in problems)
-    if hint and args.format == "text" and not args.quiet:
+    if hint and args.format in TEXT_FORMATS and not args.quiet:
         print(hint, file=sys.stderr)
     if problems:
         return EXIT_ERROR
     return EXIT_FINDINGS if findings and not args.exit_zero else EXIT_CLEAN
+
+
+TEXT_FORMATS = ("text", "full", "concise")
+
+
+def _applies(config: Configuration) -> Callable[[Any], bool]:
+    """Whether ``fix`` would apply a finding's fix: safe ones, and unsafe ones where that
+    file's settings ask for them (the hint, ``--statistics`` and JSON count alike)."""
+
+    def applies(finding: Any) -> bool:
+        if finding.applicability == "safe":
+            return True
+        return finding.applicability == "unsafe" and config.settings_of(finding.path).unsafe_fixes
+
+    return applies
+
+
+def _style(args: argparse.Namespace, out: TextIO) -> Style:
+    return Style(use_colour(getattr(args, "color", "auto"), out))
 
 
 def run_check(args: argparse.Namespace, config: Configuration, discovery: Discovery) -> int:
@@ -136,11 +171,14 @@ def run_check(args: argparse.Namespace, config: Configuration, discovery: Discov
         from lint_rules.cli.cache import open_cache
 
         cache = open_cache(args.no_cache, args.cache_dir)
-    streaming = args.format == "text" and not args.statistics
+    adding = getattr(args, "add_noqa", False)
+    streaming = args.format in TEXT_FORMATS and not args.statistics and not adding
     findings = []
     problems = [Problem(path, reason) for path, reason in discovery.errors]
-    with _output(args) as out:
-        marked = streaming and out.isatty()
+    applies = _applies(config)
+    with _output(args, discovery.files) as out:
+        style = _style(args, out) if streaming else PLAIN
+        concise = args.format == "concise"
         for outcome in _outcomes(args, config, check_file, job, discovery.files, cache):
             if cache is not None:
                 cache.put(outcome)
@@ -149,24 +187,39 @@ def run_check(args: argparse.Namespace, config: Configuration, discovery: Discov
             settings = config.settings_of(outcome.path) if outcome.findings else None
             kept = [f for f in outcome.findings if settings and settings.reports(f.code)]
             if streaming and kept:
-                out.write(format_text(kept, marked))
+                out.write(format_text(kept, style, concise))
                 out.flush()
             findings.extend(kept)
         if cache is not None:
             cache.save()
-        _write_report(args, out, findings, problems)
-    hint = fixable_hint(findings, lambda path: config.settings_of(path).unsafe_fixes)
+        if not adding:
+            _write_report(args, out, findings, problems, applies)
+    if adding:
+        from lint_rules.cli.aids import add_noqa
+
+        added, errors = add_noqa(findings, args.quiet)
+        _report(errors)
+        if not args.quiet:
+            print(f"{PROG}: added `# noqa` to {_count(added, 'line')}", file=sys.stderr)
+        return EXIT_ERROR if problems or errors else EXIT_CLEAN
+    hint = fixable_hint(findings, applies)
     return _check_status(args, findings, problems, hint)
 
 
 def _write_report(
-    args: argparse.Namespace, out: TextIO, findings: list, problems: list[Problem]
+    args: argparse.Namespace,
+    out: TextIO,
+    findings: list,
+    problems: list[Problem],
+    applies: Callable[[Any], bool],
 ) -> None:
     if args.statistics:
-        out.write(format_statistics(findings, as_json=args.format == "json"))
+        out.write(format_statistics(findings, as_json=args.format == "json", applies=applies))
     elif args.format == "json":
-        out.write(format_json(findings, problems))
+        out.write(format_json(findings, problems, applies))
     elif args.format == "sarif":
+        from lint_rules.cli.sarif import format_sarif
+
         out.write(format_sarif(findings, problems))
     elif args.format == "github":
         out.write(format_github(findings, problems))
@@ -260,19 +313,22 @@ def _note_default_guard(added_imports: Iterable[str]) -> None:
 
 
 def explain_rules(codes: Sequence[str], every: bool) -> int:
-    """``rule CODE...`` / ``rule --all``: each rule's explanation, from ``rules.RULES``."""
+    """``rule CODE...`` / ``rule NAME...`` / ``rule --all``: each rule's explanation."""
+    from lint_rules.cli.aids import rule_codes
     from lint_rules.docgen import explain
     from lint_rules.rules import RULES
 
     if every == bool(codes):
-        print(f"{PROG}: error: name a rule code (e.g. TEM001) or --all", file=sys.stderr)
+        print(
+            f"{PROG}: error: name a rule (e.g. TEM001 or untracked-flag) or --all", file=sys.stderr
+        )
         return EXIT_ERROR
-    unknown = [code for code in codes if code.upper() not in RULES]
+    chosen, unknown = rule_codes(codes)
     if unknown:
-        known = ", ".join(RULES)
-        print(f"{PROG}: error: unknown rule code {unknown[0]!r} ({known})", file=sys.stderr)
+        known = ", ".join(f"{code} ({rule.name})" for code, rule in RULES.items())
+        print(f"{PROG}: error: unknown rule {unknown[0]!r}; the rules are {known}", file=sys.stderr)
         return EXIT_ERROR
-    chosen = list(RULES) if every else [code.upper() for code in codes]
+    chosen = list(RULES) if every else chosen
     sys.stdout.write("\n".join(explain(RULES[code]) for code in chosen))
     return EXIT_CLEAN
 
@@ -309,10 +365,10 @@ def run_stdin(args: argparse.Namespace, config: Configuration) -> int:
         outcome = check_file(job, shown, settings, source)
         findings = [f for f in outcome.findings if settings.reports(f.code)]
         problems = [_problem(outcome)] if outcome.error else []
-        with _output(args) as out:
-            if args.format == "text" and not args.statistics:
-                out.write(format_text(findings, out.isatty()))
-            _write_report(args, out, findings, problems)
+        with _output(args, [args.stdin_filename] if args.stdin_filename else []) as out:
+            if args.format in TEXT_FORMATS and not args.statistics:
+                out.write(format_text(findings, _style(args, out), args.format == "concise"))
+            _write_report(args, out, findings, problems, _applies(config))
         return _check_status(args, findings, problems)  # no hint: an editor's buffer
     mode = "diff" if args.diff else "verify" if args.check else "stdout"
     job = Job(disable_noqa=args.disable_noqa, mode=mode)
@@ -334,6 +390,66 @@ def run_stdin(args: argparse.Namespace, config: Configuration) -> int:
     return EXIT_CLEAN
 
 
+def _discover(args: argparse.Namespace, config: Configuration) -> Discovery:
+    discovery = discover(
+        args.paths,
+        config.excludes,
+        force_exclude=args.force_exclude,
+        respect_gitignore=args.respect_gitignore,
+    )
+    if not args.quiet:
+        _report(discovery.notes, "note")
+        if not discovery.files and not discovery.errors:
+            print(f"{PROG}: warning: No Python files found under the paths given", file=sys.stderr)
+    return discovery
+
+
+def _watch(args: argparse.Namespace) -> int:
+    """``check --watch``: the whole check (configuration and discovery too) on every change."""
+    from lint_rules.cli.aids import watch
+
+    def once() -> int:
+        try:
+            config = configure(args)
+            return run_check(args, config, _discover(args, config))
+        except (SettingsError, UsageError) as error:
+            print(f"{PROG}: error: {error}", file=sys.stderr)
+            return EXIT_ERROR
+
+    return watch(once, args.paths, getattr(args, "watch_runs", None))
+
+
+def run_explain(args: argparse.Namespace) -> int:
+    """``explain PATH:LINE``: check the project that holds PATH (``aids.project_root``), as
+    ``check`` would, and print the findings at LINE with every step of their evidence."""
+    from lint_rules.cli.aids import explain_text, parse_place, project_root
+
+    try:
+        path, line = parse_place(args.place)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    if not os.path.isfile(path):
+        raise UsageError(f"{path}: no such file")
+    root = project_root(path)
+    args.paths = [root]
+    config = configure(args)
+    discovery = discover([root], config.excludes, respect_gitignore=args.respect_gitignore)
+    if not any(os.path.samefile(found, path) for found in discovery.files):
+        discovery.files.append(path)  # excluded there: explain it anyway, with the others
+    job = Job(disable_noqa=args.disable_noqa, mode="check")
+    findings = []
+    for outcome in _outcomes(args, config, check_file, job, discovery.files):
+        settings = config.settings_of(outcome.path)
+        findings.extend(f for f in outcome.findings if settings.reports(f.code))
+    text = explain_text(findings, path, line)
+    if not text:
+        print(f"{path}:{line}: no finding on this line (project checked: {root})")
+        return EXIT_CLEAN
+    sys.stdout.write(text)
+    print(f"(project checked: {root})")
+    return EXIT_FINDINGS
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the console script; returns the exit status instead of exiting."""
     parser = build_parser()
@@ -346,33 +462,40 @@ def main(argv: Sequence[str] | None = None) -> int:
             stream.reconfigure(errors="backslashreplace")
     if args.command == "rule":
         return explain_rules(args.codes, args.all)
+    if args.stdin_filename and not args.paths:
+        args.paths = [STDIN]  # --stdin-filename implies `-`, as in ruff
     args.paths = args.paths or ["."]  # as in ruff and flake8
     try:
+        if args.command == "explain":
+            return run_explain(args)
         if STDIN in args.paths and len(args.paths) > 1:
             raise UsageError("`-` (stdin) must be the only path")
         if args.stdin_filename and args.paths != [STDIN]:
             raise UsageError("--stdin-filename goes with `-` as the path")
         config = configure(args)
+        if args.show_settings:
+            from lint_rules.cli.aids import show_settings
+
+            return show_settings(config, args.show_settings)
         if args.paths == [STDIN]:
             return run_stdin(args, config)
-        discovery = discover(
-            args.paths,
-            config.excludes,
-            force_exclude=args.force_exclude,
-            respect_gitignore=args.respect_gitignore,
-        )
-        if not args.quiet:
-            _report(discovery.notes, "note")
+        discovery = _discover(args, config)
+        if args.show_files:
+            from lint_rules.cli.aids import show_files
+
+            return show_files(discovery)
+        if args.command == "check" and args.watch:
+            return _watch(args)
         if args.command == "check":
             return run_check(args, config, discovery)
         return run_fix(args, config, discovery)
     except (SettingsError, UsageError) as error:
         print(f"{PROG}: error: {error}", file=sys.stderr)
         return EXIT_ERROR
-    except BrokenPipeError:  # `... | head`: stop quietly, as a filter should
+    except BrokenPipeError:  # `... | head`: stop quietly with 0, as ruff (and ripgrep) do
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
-        return EXIT_ERROR
+        return EXIT_CLEAN
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130

@@ -13,6 +13,7 @@ not, like a file named explicitly; ``--force-exclude`` skips it). Patterns are m
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import os
 from collections.abc import Iterator, Sequence
@@ -316,7 +317,9 @@ def _walk(
         try:
             is_dir = entry.is_dir(follow_symlinks=False)
             is_file = not is_dir and entry.is_file()
-        except OSError:
+        except OSError as error:
+            if error.errno == errno.ELOOP and entry.name.endswith(SOURCE_SUFFIXES):
+                errors.append((path, "symlink loop (too many levels of symbolic links)"))
             continue
         if is_dir:
             if _skipped_dir(entry.name) or _excluded(path, patterns, is_dir=True):
@@ -333,4 +336,26 @@ def _walk(
             if os.path.commonpath([top, target]) != top:
                 found.notes.append((path, f"skipped: symlink to a file outside {root}"))
                 continue
+            if _skipped_target(top, target, patterns, respect_gitignore):
+                found.notes.append((path, "skipped: symlink to a file the walk skips"))
+                continue
             add(path, target, True)
+
+
+def _skipped_target(top: str, target: str, patterns: Patterns, respect_gitignore: bool) -> bool:
+    """Whether the walk would skip ``target`` (a symlink's target inside the tree ``top``) by
+    its own path: under a skipped directory (``.venv``, hidden), excluded, or ignored."""
+    relative = Path(os.path.relpath(target, top))
+    current = top
+    for part in relative.parts[:-1]:
+        current = os.path.join(current, part)
+        if _skipped_dir(part) or _excluded(current, patterns, is_dir=True):
+            return True
+    if _excluded(target, patterns):
+        return True
+    # an ignored directory named explicitly is walked as if it were not: so are its links
+    return (
+        respect_gitignore
+        and _ignored_from_above(target, False)
+        and not _ignored_from_above(top, True)
+    )

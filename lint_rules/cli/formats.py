@@ -1,4 +1,5 @@
-"""Output formats of ``check``: text (flake8's), JSON, SARIF 2.1.0, GitHub annotations.
+"""Output formats of ``check``: text (flake8's), JSON (ruff's keys), GitHub annotations; SARIF
+2.1.0 is ``sarif``.
 
 Paths: the text and JSON formats print them as found (as flake8 does); SARIF and GitHub need
 them relative to the repository root (the nearest directory above the current one holding
@@ -11,17 +12,11 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
-from lint_rules import __version__
 from lint_rules.cli.running import Reported
 
 PROG = "te-microbatch-lint"
-FORMATS = ("text", "json", "sarif", "github")
-SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
-INFORMATION_URI = "https://example.invalid/te-microbatch-lint"
-SRCROOT = "%SRCROOT%"
-FINGERPRINT_KEY = "teMicrobatchLint/v1"
 
 
 @dataclass(frozen=True)
@@ -34,28 +29,85 @@ class Problem:
     column: int | None = None
 
 
-def format_text(findings: Sequence[Reported], marked: bool = False) -> str:
-    """flake8's default format, byte for byte: ``path:line:col: CODE message``; ``marked`` (a
-    terminal): ``CODE [*] message`` where the fix is safe, as ruff shows it."""
-    return "".join(
-        f"{f.path}:{f.line}:{f.column}: {_marked(f) if marked else f.message}\n" for f in findings
-    )
+FORMATS = ("text", "full", "concise", "json", "sarif", "github")
+"""``text`` (= ``full``): flake8's line per finding and its evidence as ``note:`` lines under
+it; ``concise``: one line per finding, the evidence in brackets (byte for byte flake8's line)."""
 
 
-def _marked(finding: Reported) -> str:
-    code, _, rest = finding.message.partition(" ")
-    return f"{code} [*] {rest}" if finding.applicability == "safe" else finding.message
+@dataclass(frozen=True)
+class Style:
+    """How text is painted: nothing (a pipe, ``NO_COLOR``) or ANSI colours (a terminal)."""
+
+    colour: bool = False
+
+    def paint(self, text: str, code: str) -> str:
+        return f"\x1b[{code}m{text}\x1b[0m" if self.colour and text else text
 
 
-def fixable_hint(findings: Sequence[Reported], unsafe_applies: Callable[[str], bool]) -> str:
-    """``[*] N fixable with `te-microbatch-lint fix` (M more with `fix --unsafe-fixes`)``, or
-    "" when nothing is; ``unsafe_applies(path)``: that file's settings apply unsafe fixes."""
-    safe = unsafe = 0
+PLAIN = Style()
+BOLD, RED, CYAN, DIM = "1", "1;31", "36", "2"
+
+
+def use_colour(choice: str, stream: TextIO) -> bool:
+    """``--color auto|always|never``: ``auto`` follows ``NO_COLOR`` (no colour when set and
+    not empty), then ``FORCE_COLOR`` (colour when set and not empty), then whether ``stream``
+    is a terminal, as ruff and flake8 do."""
+    if choice != "auto":
+        return choice == "always"
+    if os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    return bool(getattr(stream, "isatty", lambda: False)())
+
+
+def _where(path: str, line: int, own: str) -> str:
+    if not line:
+        return ""
+    return f":{line}" if path == own else f"{path}:{line}"
+
+
+def one_line(f: Reported) -> str:
+    """The finding's message with its evidence in brackets (what flake8 prints)."""
+    from lint_rules.oneline import step_text, with_evidence
+
+    steps = (step_text(msg, _where(path, line, f.path)) for path, line, _, msg in f.evidence)
+    return with_evidence(f.message, steps, f"{PROG} explain {f.path}:{f.line}")
+
+
+def format_text(findings: Sequence[Reported], style: Style = PLAIN, concise: bool = False) -> str:
+    """``path:line:col: CODE message``, flake8's format; with colour (a terminal) the path and
+    code are painted and a safe fix is marked ``CODE [*] message``, as ruff shows it. Each
+    evidence step follows as ``  note: path:line: message`` (``concise``: in brackets on the
+    finding's line instead)."""
+    out = []
     for f in findings:
-        if f.applicability == "safe" or (f.applicability and unsafe_applies(f.path)):
-            safe += 1
-        elif f.applicability == "unsafe":
-            unsafe += 1
+        message = one_line(f) if concise else f.message
+        if style.colour:
+            code, _, rest = message.partition(" ")
+            mark = f" {style.paint('[*]', CYAN)}" if f.applicability == "safe" else ""
+            message = f"{style.paint(code, RED)}{mark} {rest}"
+        colon = style.paint(":", CYAN)
+        out.append(
+            f"{style.paint(f.path, BOLD)}{colon}{f.line}{colon}{f.column}{colon} {message}\n"
+        )
+        if concise:
+            continue
+        for path, line, _, text in f.evidence:
+            where = f"{path}:{line}: " if line else ""
+            out.append(f"  {style.paint('note:', CYAN)} {where}{text}\n")
+    return "".join(out)
+
+
+FixApplies = Callable[[Reported], bool]
+"""Whether ``fix`` (as configured for that finding's file) would apply a finding's fix."""
+
+
+def fixable_hint(findings: Sequence[Reported], applies: FixApplies) -> str:
+    """``[*] N fixable with `te-microbatch-lint fix` (M more with `fix --unsafe-fixes`)``, or
+    "" when nothing is."""
+    safe = sum(1 for f in findings if applies(f))
+    unsafe = sum(1 for f in findings if f.applicability == "unsafe" and not applies(f))
     if not safe and not unsafe:
         return ""
     more = f" ({unsafe} more with `fix --unsafe-fixes`)" if unsafe else ""
@@ -75,25 +127,67 @@ JSON_KEYS = (
 )
 
 
-def format_json(findings: Sequence[Reported], problems: Sequence[Problem] = ()) -> str:
-    """A list of rows; a file that could not be read or parsed is a row with ``code: null``."""
-    import json
+def _rule_url(code: str | None) -> str | None:
+    from lint_rules.rules import RULES
 
-    rows: list[dict[str, Any]] = [
-        {
-            **{key: getattr(f, key) for key in JSON_KEYS},
-            "verdict": f.verdict or None,
-            "evidence": [
-                {"path": p, "line": line, "column": col, "message": text}
-                for p, line, col, text in f.evidence
+    rule = RULES.get(code or "")
+    return rule.help_uri if rule else None
+
+
+def _json_row(f: Reported, applies: FixApplies) -> dict[str, Any]:
+    row: dict[str, Any] = {key: getattr(f, key) for key in JSON_KEYS}
+    code, _, text = f.message.partition(" ")
+    row["message"] = text if code == f.code else f.message
+    row["fixable"] = applies(f)
+    row["filename"] = os.path.abspath(f.path)
+    row["location"] = {"row": f.line, "column": f.char_column}
+    row["end_location"] = {"row": f.end_line, "column": f.end_char_column}
+    row["noqa_row"] = f.line
+    row["url"] = _rule_url(f.code)
+    row["fix"] = None
+    if f.applicability:
+        row["fix"] = {
+            "applicability": f.applicability,
+            "message": f.fix_message,
+            "edits": [
+                {
+                    "content": content,
+                    "location": {"row": line, "column": column},
+                    "end_location": {"row": end_line, "column": end_column},
+                }
+                for line, column, end_line, end_column, content in f.edits
             ],
         }
-        for f in findings
+    row["verdict"] = f.verdict or None
+    row["evidence"] = [
+        {"path": path, "line": line or None, "column": column or None, "message": text}
+        for path, line, column, text in f.evidence
     ]
+    return row
+
+
+def _safe_only(f: Reported) -> bool:
+    return f.applicability == "safe"
+
+
+def format_json(
+    findings: Sequence[Reported], problems: Sequence[Problem] = (), applies: FixApplies = _safe_only
+) -> str:
+    """A list of rows, ruff's keys (``filename``, ``location``, ``end_location``, ``fix`` with
+    its ``applicability``, ``message`` and ``edits``, ``url``, ``noqa_row``) beside the first
+    ones (``path``, ``line``, ``column`` in UTF-8 bytes as flake8 counts, ...), and the
+    ``evidence``; ``message`` without the code. ``fixable``: ``fix`` as configured applies it.
+    A file that could not be read or parsed is a row with ``code: null``."""
+    import json
+
+    rows: list[dict[str, Any]] = [_json_row(f, applies) for f in findings]
     for problem in problems:
         row = dict.fromkeys(JSON_KEYS)
         row.update(path=problem.path, message=problem.reason, fixable=False)
         row.update(line=problem.line, column=problem.column)
+        row.update(filename=os.path.abspath(problem.path), fix=None, url=None, evidence=[])
+        row.update(noqa_row=None, end_location=None)
+        row["location"] = {"row": problem.line, "column": problem.column} if problem.line else None
         rows.append(row)
     return json.dumps(rows, indent=2) + "\n"
 
@@ -151,125 +245,23 @@ def format_github(findings: Sequence[Reported], problems: Sequence[Problem] = ()
     return "".join(out)
 
 
-def rule_descriptions() -> dict[str, dict[str, str]]:
-    """``short``, ``full`` and ``help_uri`` of each rule, from the rule table in ``rules``."""
+def rule_summaries() -> dict[str, str]:
     from lint_rules.rules import RULES
 
-    return {
-        code: {
-            "short": rule.summary,
-            "full": rule.explanation.strip(),
-            "help_uri": rule.help_uri,
-        }
-        for code, rule in sorted(RULES.items())
-    }
+    return {code: rule.summary for code, rule in RULES.items()}
 
 
-def _location(path: str, root: str) -> dict[str, Any]:
-    relative = relative_to_root(path, root)
-    if relative is None:
-        return {"uri": Path(os.path.abspath(path)).as_uri()}
-    from urllib.parse import quote
-
-    return {"uri": quote(relative), "uriBaseId": SRCROOT}
-
-
-def format_sarif(findings: Sequence[Reported], problems: Sequence[Problem]) -> str:
-    """SARIF 2.1.0 for code scanning; regions in characters (``unicodeCodePoints``)."""
-    import json
-
-    root = repository_root()
-    described = rule_descriptions()
-    codes = list(described)
-    for extra in sorted({f.code for f in findings} - set(codes)):
-        codes.append(extra)
-        described[extra] = {"short": extra, "full": extra, "help_uri": INFORMATION_URI}
-    rules = [
-        {
-            "id": code,
-            "name": code,
-            "shortDescription": {"text": described[code]["short"]},
-            "fullDescription": {"text": described[code]["full"]},
-            "helpUri": described[code]["help_uri"],
-            "defaultConfiguration": {"level": "warning"},
-        }
-        for code in codes
-    ]
-    results = []
-    for f in findings:
-        result: dict[str, Any] = {
-            "ruleId": f.code,
-            "ruleIndex": codes.index(f.code),
-            "level": "warning",
-            "message": {"text": f.message},
-            "locations": [
-                {
-                    "physicalLocation": {
-                        "artifactLocation": _location(f.path, root),
-                        "region": {
-                            "startLine": f.line,
-                            "startColumn": f.char_column,
-                            "endLine": f.end_line,
-                            "endColumn": f.end_char_column,
-                        },
-                    }
-                }
-            ],
-            "partialFingerprints": {FINGERPRINT_KEY: f.fingerprint},
-        }
-        if f.applicability:
-            result["properties"] = {"fixApplicability": f.applicability}
-        results.append(result)
-    notifications = []
-    for problem in problems:
-        physical: dict[str, Any] = {"artifactLocation": _location(problem.path, root)}
-        if problem.line:
-            physical["region"] = {"startLine": problem.line}
-            if problem.column:
-                physical["region"]["startColumn"] = problem.column
-        notifications.append(
-            {
-                "level": "error",
-                "message": {"text": problem.reason},
-                "locations": [{"physicalLocation": physical}],
-            }
-        )
-    log = {
-        "version": "2.1.0",
-        "$schema": SARIF_SCHEMA,
-        "runs": [
-            {
-                "tool": {
-                    "driver": {
-                        "name": PROG,
-                        "version": __version__,
-                        "informationUri": INFORMATION_URI,
-                        "rules": rules,
-                    }
-                },
-                "originalUriBaseIds": {SRCROOT: {"uri": Path(root).as_uri() + "/"}},
-                "columnKind": "unicodeCodePoints",
-                "invocations": [
-                    {
-                        "executionSuccessful": not problems,
-                        "toolExecutionNotifications": notifications,
-                    }
-                ],
-                "results": results,
-            }
-        ],
-    }
-    return json.dumps(log, indent=2) + "\n"
-
-
-def format_statistics(findings: Sequence[Reported], as_json: bool = False) -> str:
-    """Counts per code, most frequent first, with the rule's summary (not one site's text)."""
+def format_statistics(
+    findings: Sequence[Reported], as_json: bool = False, applies: FixApplies = _safe_only
+) -> str:
+    """Counts per code, most frequent first, with the rule's summary (not one site's text);
+    ``fixable`` counts what ``fix`` would apply, as the hint does."""
     counts: dict[str, list[int]] = {}
     for f in findings:
         entry = counts.setdefault(f.code, [0, 0])
         entry[0] += 1
-        entry[1] += f.fixable
-    described = rule_descriptions()
+        entry[1] += applies(f)
+    summaries = rule_summaries()
     ordered = sorted(counts.items(), key=lambda item: (-item[1][0], item[0]))
     if as_json:
         import json
@@ -279,13 +271,13 @@ def format_statistics(findings: Sequence[Reported], as_json: bool = False) -> st
                 "code": code,
                 "count": count,
                 "fixable": fixable,
-                "summary": described.get(code, {}).get("short", code),
+                "summary": summaries.get(code, code),
             }
             for code, (count, fixable) in ordered
         ]
         return json.dumps(rows, indent=2) + "\n"
     width = max((len(str(c[0])) for _, c in ordered), default=1)
     return "".join(
-        f"{count:>{width}}  {code}  {described.get(code, {}).get('short', code)}\n"
-        for code, (count, _) in ordered
+        f"{count:>{width}}  {code}  {'[*] ' if fixable else ''}{summaries.get(code, code)}\n"
+        for code, (count, fixable) in ordered
     )

@@ -10,11 +10,10 @@ from typing import Any
 from lint_rules import __version__
 from lint_rules.cli.discovery import ExcludePattern
 from lint_rules.cli.formats import FORMATS, PROG
+from lint_rules.setting_flags import add_setting_flags, flag_overrides
 from lint_rules.settings import (
     ConfigResolver,
     Settings,
-    add_setting_flags,
-    flag_overrides,
     split_list,
 )
 
@@ -109,6 +108,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     common.add_argument("--isolated", action="store_true", help="ignore every configuration file")
     add_setting_flags(common)
+    common.add_argument(
+        "--color",
+        choices=("auto", "always", "never"),
+        default="auto",
+        help="colour the path, the code and `[*]` (auto: on a terminal, unless NO_COLOR is set; "
+        "FORCE_COLOR forces it)",
+    )
+    common.add_argument(
+        "--show-settings",
+        metavar="PATH",
+        help="print the settings that apply to PATH and where each comes from, then exit",
+    )
+    common.add_argument(
+        "--show-files", action="store_true", help="print the files that would be checked, then exit"
+    )
     common.add_argument("--disable-noqa", action="store_true", help="ignore `# noqa` comments")
     common.add_argument("--quiet", "-q", action="store_true", help="no progress or summary")
 
@@ -133,17 +147,16 @@ def build_parser() -> argparse.ArgumentParser:
         "--output-format",
         choices=FORMATS,
         default="text",
-        help="how findings are printed (`--output-format` as in ruff)",
+        help="how findings are printed (`--output-format` as in ruff): text (= full: each "
+        "finding and its evidence as `note:` lines), concise (one line per finding, as flake8 "
+        "prints it), json, sarif, github",
     )
     check.add_argument(
         "--exit-zero",
         action="store_true",
         help="exit 0 even when there are findings (2 is still returned for errors)",
     )
-    check.add_argument(
-        "--select", metavar="CODES", help="report only codes starting with these (comma list)"
-    )
-    check.add_argument("--ignore", metavar="CODES", help="do not report codes starting with these")
+    _selection_flags(check, "report")
     check.add_argument(
         "--statistics",
         action="store_true",
@@ -152,12 +165,24 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument(
         "--output-file", "-o", metavar="PATH", help="write the report to PATH instead of stdout"
     )
+    check.add_argument(
+        "--add-noqa",
+        action="store_true",
+        help="write `# noqa: CODE` on each line with a finding (atomic writes, idempotent)",
+    )
+    check.add_argument(
+        "--watch",
+        action="store_true",
+        help="check again whenever a file changes (needs `pip install te-microbatch-lint[watch]`)",
+    )
     rule = commands.add_parser(
         "rule",
         help="explain a rule: why it matters and how to fix it",
         description="Print the explanation of each CODE (or of every rule with --all).",
     )
-    rule.add_argument("codes", nargs="*", metavar="CODE", help="a rule code, e.g. TEM001")
+    rule.add_argument(
+        "codes", nargs="*", metavar="CODE", help="a rule code or name (TEM001, untracked-flag)"
+    )
     rule.add_argument("--all", action="store_true", help="explain every rule")
     fix = commands.add_parser(
         "fix",
@@ -181,11 +206,39 @@ def build_parser() -> argparse.ArgumentParser:
         help="also apply unsafe fixes (unresolved callees, values with calls, forwarded "
         "parameters; see docs/fixes.md)",
     )
-    fix.add_argument(
-        "--select", metavar="CODES", help="fix and count only codes starting with these"
+    _selection_flags(fix, "fix and count")
+    explain = commands.add_parser(
+        "explain",
+        parents=[common],
+        help="print the findings at PATH:LINE with the flag's whole life",
+        description="Check the project that holds PATH (its repository root, else the directory "
+        "of its configuration file, else its own directory), so that re-arming in other files "
+        "is seen, and print each finding at LINE with every step of its evidence.",
     )
-    fix.add_argument("--ignore", metavar="CODES", help="leave codes starting with these alone")
+    explain.add_argument("place", metavar="PATH:LINE", help="a file and a line of it")
     return parser
+
+
+def _selection_flags(parser: argparse.ArgumentParser, verb: str) -> None:
+    """``--select``/``--extend-select``/``--ignore``/``--extend-ignore`` as ruff layers them on
+    the configuration (docs/config.md, "Choosing rules")."""
+    parser.add_argument(
+        "--select",
+        metavar="CODES",
+        help=f"{verb} only codes starting with these (comma list); replaces the configured "
+        "selection, so it also re-enables a configured `ignore`",
+    )
+    parser.add_argument(
+        "--extend-select", metavar="CODES", help="add these codes to the configured selection"
+    )
+    parser.add_argument(
+        "--ignore",
+        metavar="CODES",
+        help="also leave out codes starting with these (added to the configured `ignore`)",
+    )
+    parser.add_argument(
+        "--extend-ignore", metavar="CODES", help="the same as --ignore (flake8's spelling)"
+    )
 
 
 @dataclass(frozen=True)
@@ -221,12 +274,15 @@ def configure(args: argparse.Namespace) -> Configuration:
     overrides = flag_overrides(
         guard_functions=args.guard_functions,
         tracked_functions=args.tracked_functions,
+        import_helpers=args.import_helpers,
         unresolved=args.unresolved,
         fix_strategy=args.fix_strategy,
         guard_import=args.guard_import,
         guard_config=args.guard_config,
         select=getattr(args, "select", None),
+        extend_select=getattr(args, "extend_select", None),
         ignore=getattr(args, "ignore", None),
+        extend_ignore=getattr(args, "extend_ignore", None),
         unsafe_fixes=getattr(args, "unsafe_fixes", None) or None,
     )
     resolver = ConfigResolver(config=args.config, isolated=args.isolated, overrides=overrides)

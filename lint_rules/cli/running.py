@@ -57,8 +57,13 @@ class Reported:
     verdict: str = ""
     """The flag's lifecycle verdict (``stale``, ``conditional``, ``unverified``, ...)."""
     evidence: tuple[tuple[str, int, int, str], ...] = ()
-    """``(path, line, column, message)`` per step of the evidence; ``column`` 1-based, 0 and
-    ``line`` 0 for a remark with no place."""
+    """The flag's life, in reading order: ``(path, line, column, message)`` per step, the path
+    always filled (the finding's own file when the step is there), line 0 for a remark with no
+    place; columns 1-based characters in the finding's own file, else 1-based UTF-8 bytes."""
+    fix_message: str = ""
+    """What the fix does (its note, else a generic line); "" without a fix."""
+    edits: tuple[tuple[int, int, int, int, str], ...] = ()
+    """The fix's edits: ``(line, column, end_line, end_column, content)``, 1-based characters."""
 
 
 @dataclass(frozen=True)
@@ -116,7 +121,19 @@ class Job:
     findings)`` on stderr before a Ctrl-C held back during the rename is let through."""
 
 
-NOT_IN_CACHE_KEY = frozenset({"select", "ignore", "exclude", "extend_exclude", "config_file"})
+NOT_IN_CACHE_KEY = frozenset(
+    {
+        "select",
+        "extend_select",
+        "ignore",
+        "extend_ignore",
+        "enabled",
+        "sources",
+        "exclude",
+        "extend_exclude",
+        "config_file",
+    }
+)
 """Settings that never change a file's findings (``select``/``ignore`` filter them later)."""
 
 
@@ -160,6 +177,35 @@ def _fingerprints(text: str, findings: Sequence[Any]) -> list[str]:
     return prints
 
 
+def _evidence(path: str, finding: Any, chars: Callable[[int, int], int]) -> tuple:
+    steps = []
+    for step in getattr(finding, "evidence", ()):
+        if step.path is None or step.path == path:
+            column = chars(step.line, step.col) + 1 if step.line else 0
+            steps.append((path, step.line, column, step.message))
+        else:
+            steps.append((step.path, step.line, step.col + 1 if step.line else 0, step.message))
+    return tuple(steps)
+
+
+def _edits(fix: Any, chars: Callable[[int, int], int]) -> tuple:
+    if fix is None:
+        return ()
+    return tuple(
+        (
+            edit.start[0],
+            chars(edit.start[0], edit.start[1]) + 1,
+            edit.end[0],
+            chars(edit.end[0], edit.end[1]) + 1,
+            edit.replacement,
+        )
+        for edit in fix.edits
+    )
+
+
+FIX_MESSAGE = "Pass a value that is re-armed every step (`None` or a guard)"
+
+
 def _reported(path: str, text: str, findings: Iterable[Any]) -> tuple[Reported, ...]:
     chars = _char_columns(text)
     ordered = sorted(findings, key=lambda f: f.sort_key)
@@ -179,15 +225,9 @@ def _reported(path: str, text: str, findings: Iterable[Any]) -> tuple[Reported, 
             applicability=getattr(f.fix, "applicability", None) if f.fix else None,
             fingerprint=fingerprint,
             verdict=getattr(f, "verdict", ""),
-            evidence=tuple(
-                (
-                    e.path if e.path is not None else path,
-                    e.line,
-                    e.col + 1 if e.line else 0,
-                    e.message,
-                )
-                for e in getattr(f, "evidence", ())
-            ),
+            evidence=_evidence(path, f, chars),
+            fix_message=((f.fix.note or FIX_MESSAGE) if f.fix else ""),
+            edits=_edits(f.fix, chars),
         )
         for f, fingerprint in zip(ordered, prints)
     )
@@ -249,6 +289,7 @@ def check_file(
         return _syntax_outcome(path, error, digest)
     if findings:
         findings, _ = filter_noqa(findings, source.text, job.disable_noqa)
+        findings = _only_applicable_fixes(source.text, findings, job.disable_noqa)
     reported = _reported(path, source.text, findings)
     found = {}
     if project is not None:
@@ -256,6 +297,35 @@ def check_file(
 
         found = found_in(project)
     return Outcome(path, findings=reported, digest=digest, cacheable=True, **found)
+
+
+def _only_applicable_fixes(text: str, findings: list, disable_noqa: bool) -> list:
+    """The findings, with no fix where ``fix`` would not apply it (a ``# noqa`` on a line the
+    fix spans, comments it cannot keep, an overlap), so that every face counts as ``fix`` does."""
+    if not any(f.fix is not None for f in findings):
+        return findings
+    import dataclasses
+
+    from lint_rules.fixing import apply_edits
+    from lint_rules.noqa import noqa_checker
+
+    fixable = [f for f in findings if f.fix is not None]
+    _, _, _, skipped = apply_edits(text, fixable, noqa_checker(text, disable_noqa))
+    if not skipped:
+        return findings
+    dropped = {id(f) for f in skipped}
+    return [dataclasses.replace(f, fix=None) if id(f) in dropped else f for f in findings]
+
+
+def _left_after(text: str, settings: Settings, job: Job, project: Any) -> tuple[str, ...]:
+    """The codes ``check`` reports in the fixed text: ``fix``'s "M remaining", recounted."""
+    from lint_rules.analysis import analyze_source
+    from lint_rules.noqa import filter_noqa
+
+    findings = analyze_source(text, settings, project=project)
+    if findings:
+        findings, _ = filter_noqa(findings, text, job.disable_noqa)
+    return tuple(sorted(f.code for f in findings if settings.reports(f.code)))
 
 
 @_guarded
@@ -268,7 +338,9 @@ def fix_file(
 
     source = source or read_source(path)
     try:
-        result = fix_source(source.text, settings, disable_noqa=job.disable_noqa, project=project)
+        result = fix_source(
+            source.text, settings, job.disable_noqa, project, encoding=source.encoding
+        )
     except FixError as error:
         return Outcome(path, error=f"not fixed: {error}")
     notes = tuple(result.notes)
@@ -280,6 +352,7 @@ def fix_file(
     }
     if not result.changed or result.text == source.text:
         return Outcome(path, notes=notes, new_text=new_text, **left)  # type: ignore[arg-type]
+    left["remaining"] = _left_after(result.text, settings, job, project)
     diff = unified_diff(source.text, result.text, path) if job.mode == "diff" else ""
     fixed = len(result.applied)
     if job.mode == "write":

@@ -10,9 +10,11 @@ from __future__ import annotations
 import importlib.util
 import types
 from dataclasses import dataclass
+from typing import Any
 
 FP8_MIN_CAPABILITY = (8, 9)
-"""FP8 GEMMs need compute capability 8.9 (Ada) or newer (Hopper is 9.0)."""
+"""FP8 GEMMs need compute capability 8.9 (Ada) or newer (Hopper is 9.0); used only on a TE
+too old to have its own gate."""
 
 
 @dataclass(frozen=True)
@@ -41,15 +43,22 @@ class Backend:
 
         return reference_te
 
-    def recipe(self) -> object:
-        """A ``DelayedScaling`` FP8 recipe of this backend (TE's own class on TE)."""
+    def recipe(self, name: str = "delayed") -> object:
+        """An FP8 recipe of this backend (TE's own class on TE): ``RECIPES`` names them."""
+        if name not in RECIPES:
+            raise ValueError(f"recipe must be one of {sorted(RECIPES)}, not {name!r}")
         if self.is_te:
-            from transformer_engine.common.recipe import DelayedScaling
+            from transformer_engine.common import recipe
+        else:
+            from lint_rules.runtime import reference_fp8 as recipe
+        return getattr(recipe, RECIPES[name])()
 
-            return DelayedScaling()
-        from lint_rules.runtime.reference_te import DelayedScaling as Reference
-
-        return Reference()
+    def autocast(self, recipe: object, enabled: bool = True) -> Any:
+        """``autocast(enabled=..., recipe=...)``; ``fp8_autocast`` on a TE that lacks it."""
+        te = self.module()
+        if hasattr(te, "autocast"):
+            return te.autocast(enabled=enabled, recipe=recipe)
+        return te.fp8_autocast(enabled=enabled, fp8_recipe=recipe)
 
     def unavailable(self) -> str | None:
         """Why this backend cannot run here, or None."""
@@ -61,20 +70,53 @@ class Backend:
             return te_unavailable_reason()
         return None
 
-    def fp8_unavailable(self) -> str | None:
-        """Why FP8 scenarios cannot run on this backend here, or None (the reference always can)."""
+    def fp8_unavailable(self, recipe: str = "delayed") -> str | None:
+        """Why FP8 scenarios under ``recipe`` cannot run on this backend here, or None.
+
+        The reference always can. On TE the answer is TE's own: the recipe's gate
+        (``is_fp8_available(return_reason=True)`` for ``DelayedScaling`` and
+        ``Float8CurrentScaling``, which checks compute capability AND the CUDA and cuBLASLt
+        versions), with the compute-capability rule only for a TE too old to have the gate.
+        """
         reason = self.unavailable()
         if reason is not None or not self.is_te:
             return reason
-        import torch
+        return te_fp8_unavailable_reason(recipe)
 
-        capability = torch.cuda.get_device_capability()
-        if capability < FP8_MIN_CAPABILITY:
-            return (
+
+RECIPES = {"delayed": "DelayedScaling", "current": "Float8CurrentScaling"}
+"""The FP8 recipes the scenarios run under (short name -> class in TE's ``common.recipe``)."""
+
+_RECIPE_GATES = {"delayed": "is_fp8_available", "current": "is_fp8_available"}
+"""TE 2.x's public gate per recipe (both per-tensor recipes share one)."""
+
+
+def te_fp8_unavailable_reason(recipe: str = "delayed") -> str | None:
+    """TE's reason why ``recipe`` cannot run here, or None (TE must be importable)."""
+    import transformer_engine.pytorch as te
+
+    gate = getattr(te, _RECIPE_GATES[recipe], None)
+    if gate is not None:
+        ok, reason = gate(return_reason=True)
+    else:  # an older TE: the same check under its older name, else the capability rule
+        try:
+            from transformer_engine.pytorch.fp8 import check_fp8_support
+        except ImportError:
+            check_fp8_support = None
+        if check_fp8_support is not None:
+            ok, reason = check_fp8_support()
+        else:
+            import torch
+
+            capability = torch.cuda.get_device_capability()
+            ok = capability >= FP8_MIN_CAPABILITY
+            reason = (
                 f"FP8 needs compute capability 8.9 or newer; this GPU has "
                 f"{capability[0]}.{capability[1]}"
             )
+    if ok:
         return None
+    return f"transformer_engine: {reason or 'FP8 not available'}"
 
 
 BACKENDS = (Backend("reference", "cpu"), Backend("reference", "cuda"), Backend("te", "cuda"))

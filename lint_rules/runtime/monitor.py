@@ -35,14 +35,27 @@ import os
 import sys
 import warnings
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Union
+
+from lint_rules.runtime.monitor_hazards import (
+    FLAG,
+    OVERWRITE_MAIN_GRAD,
+    REPEATED_CALL,
+    STALE_FP8_CACHE,
+    TRUE_AFTER_FIRST,
+    FlagCall,
+    Hazard,
+    MicrobatchHazard,
+    MicrobatchHazardWarning,
+)
+from lint_rules.runtime.monitor_stateful import stateful_base, watch_base_calls
 
 if TYPE_CHECKING:  # pragma: no cover - typing only, keeps the import light
     import torch
 
 __all__ = [
     "FLAG",
+    "OVERWRITE_MAIN_GRAD",
     "REPEATED_CALL",
     "STALE_FP8_CACHE",
     "TRUE_AFTER_FIRST",
@@ -54,10 +67,6 @@ __all__ = [
     "watch_is_first_microbatch",
 ]
 
-FLAG = "is_first_microbatch"
-REPEATED_CALL = "repeated-call"
-TRUE_AFTER_FIRST = "true-after-first"
-STALE_FP8_CACHE = "stale-fp8-cache"
 
 #: Calls kept per module and step for the report (the count itself is exact).
 _MAX_KEPT_CALLS = 32
@@ -67,108 +76,10 @@ _MAX_KEPT_HAZARDS = 1000
 _TORCH_MODULE_FILE = os.path.join("torch", "nn", "modules", "module.py")
 
 
-@dataclass(frozen=True)
-class FlagCall:
-    """One counted call of a watched module: where it falls in the step, and the flag it got."""
-
-    index: int
-    """0-based number of this call among the module's counted calls in the step."""
-    microbatch: int
-    """0-based microbatch (forward of the monitored model) of the step the call fell in."""
-    value: Any
-    """The ``is_first_microbatch`` value the module received (its default when not passed)."""
-
-    def describe(self) -> str:
-        return f"call #{self.index} (microbatch {self.microbatch}) {FLAG}={_show(self.value)}"
-
-
-@dataclass(frozen=True)
-class Hazard:
-    """A reported calling pattern; ``message`` explains it and names the fix."""
-
-    kind: str
-    """``REPEATED_CALL``, ``TRUE_AFTER_FIRST`` or ``STALE_FP8_CACHE``."""
-    path: str
-    """Qualified name of the module in the monitored model (``named_modules``); ``""`` = root."""
-    aliases: tuple[str, ...]
-    """Other names under which the same module object is registered (a shared layer)."""
-    module_type: str
-    step: int
-    """Number of step boundaries seen before the call (0 in the first step)."""
-    calls: tuple[FlagCall, ...]
-    """The calls that make the pattern; the last one is the call that triggered the report."""
-    omitted: int = 0
-    """Calls of the pattern not listed in ``calls`` (only the first few are kept)."""
-    covered_by: str | None = None
-    """Path of an enclosing module already reported for the same pattern in this step; such
-    hazards are recorded but not dispatched (one root cause, one report)."""
-
-    @property
-    def message(self) -> str:
-        name = repr(self.path) if self.path else "the root module"
-        where = f"{name} ({self.module_type})"
-        if self.aliases:
-            where += ", also registered as " + ", ".join(repr(a) for a in self.aliases)
-        listed = "; ".join(call.describe() for call in self.calls)
-        if self.omitted:
-            listed += f"; ... and {self.omitted} more"
-        trigger = self.calls[-1]
-        if self.kind == STALE_FP8_CACHE:
-            return (
-                f"{where} received {FLAG}=False on its first call after an optimizer step "
-                f"(step {self.step}, microbatch {trigger.microbatch}) in an FP8 run: False "
-                "reuses the weight quantized before the step, so this forward runs on the "
-                "previous step's weights. Re-arm the flag to True on the first microbatch of "
-                "every step (as Megatron-Core's set_is_first_microbatch does), or pass "
-                f"{FLAG}=None."
-            )
-        if self.kind == REPEATED_CALL:
-            return (
-                f"{where} was called {len(self.calls) + self.omitted} times in one microbatch "
-                f"(step {self.step}, microbatch {trigger.microbatch}) with a non-None {FLAG}: "
-                f"{listed}. Backward runs in reverse order, so with fused wgrad accumulation the "
-                "earliest call that passes True writes main_grad last and overwrites the "
-                "gradients of the later calls (the flag is True on the first microbatch of every "
-                "step under FP8 in Megatron-Core, and after a resume when it is not tracked). "
-                f"Pass {FLAG}=None to a module that is called more than once per forward."
-            )
-        return (
-            f"{where} received {FLAG}=True at call #{trigger.index} of step {self.step} "
-            f"(microbatch {trigger.microbatch}), after its first call of the step: {listed}. "
-            "With fused wgrad accumulation True overwrites main_grad and discards the gradient "
-            "that the earlier calls of this step accumulated. Set the flag to True only for the "
-            "first call of a step; if a step boundary was missed, call MicrobatchMonitor.step() "
-            "or attach_optimizer() so that the monitor sees it."
-        )
-
-
-class MicrobatchHazard(RuntimeError):
-    """Raised (``on_hazard="raise"``) from the forward pre-hook of the offending call."""
-
-    def __init__(self, hazard: Hazard) -> None:
-        super().__init__(hazard.message)
-        self.hazard = hazard
-
-
-class MicrobatchHazardWarning(RuntimeWarning):
-    """Category of the warnings issued with ``on_hazard="warn"``, for ``warnings`` filters."""
-
-
 _Call = tuple[int, int, Any]
 """(index, microbatch, value): a ``FlagCall`` before it is needed (tuples are cheaper)."""
 OnHazard = Union[str, Callable[[Hazard], Any]]
 ModuleFilter = Callable[[str, "torch.nn.Module"], bool]
-
-
-def _show(value: Any) -> str:
-    """Short, side-effect-free text for a flag value (never syncs a device tensor)."""
-    if value is None or isinstance(value, (bool, int)):
-        return repr(value)
-    shape = getattr(value, "shape", None)
-    if shape is not None:
-        return f"<{type(value).__name__} shape={tuple(shape)}>"
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _flag_position(forward: Callable[..., Any]) -> tuple[int | None, Any] | None:
@@ -211,6 +122,7 @@ class _Watch:
         "mb_non_none",
         "reported",
         "ever_called",
+        "base",
     )
 
     def __init__(
@@ -223,6 +135,7 @@ class _Watch:
         self.default = default
         self.generation = -1
         self.ever_called = False  # called in any step so far (under FP8: a cache may exist)
+        self.base: type | None = None  # a stateful wrapper: the TE class whose forward is seen
         self.reset(0)
 
     def reset(self, generation: int) -> None:
@@ -349,6 +262,10 @@ class MicrobatchMonitor:
                 self._handles.append(root.register_forward_hook(self._root_exit, always_call=True))
         for watch in self._watches:
             hook = self._make_hook(watch)
+            if watch.base is not None:  # a TE subclass keeping the flag: see what TE receives
+                stop = watch_base_calls(watch.base, watch.module, hook)
+                self._handles.append(_StopHandle(stop))
+                continue
             self._handles.append(watch.module.register_forward_pre_hook(hook, with_kwargs=True))
         for optimizer in self._optimizers:
             self._optimizer_handles.append(self._hook_optimizer(optimizer))
@@ -384,14 +301,21 @@ class MicrobatchMonitor:
         watches = []
         for key, module in modules.items():
             where = _flag_position(module.forward)
+            base = None
             if where is None:
-                continue
+                found = stateful_base(module)
+                if found is None:
+                    continue
+                base, *rest = found
+                where = (rest[0], rest[1])
             path, *aliases = paths[key]
             if self.only_fused and not getattr(module, "fuse_wgrad_accumulation", None):
                 continue
             if self.include is not None and not self.include(path, module):
                 continue
-            watches.append(_Watch(module, path, tuple(aliases), *where))
+            watch = _Watch(module, path, tuple(aliases), *where)
+            watch.base = base
+            watches.append(watch)
         return watches
 
     def call_counts(self) -> dict[str, int]:
@@ -499,6 +423,9 @@ class MicrobatchMonitor:
                 watch.mb_non_none = True
             if watch.mb_non_none and REPEATED_CALL not in watch.reported:
                 self._report(watch, REPEATED_CALL, watch.mb_calls, watch.mb_count, call)
+            if OVERWRITE_MAIN_GRAD not in watch.reported and _overwrites(watch.module):
+                # None does not save a module whose weights force overwrite (Megatron-FSDP)
+                self._report(watch, OVERWRITE_MAIN_GRAD, watch.mb_calls, watch.mb_count, call)
         # True or a non-zero int; a tensor flag is never read (that would sync the device)
         true = value is True or (type(value) is int and value != 0)
         if index and true and TRUE_AFTER_FIRST not in watch.reported:
@@ -551,6 +478,16 @@ class MicrobatchMonitor:
 class _NullHandle:
     def remove(self) -> None:
         pass
+
+
+class _StopHandle:
+    def __init__(self, stop: Callable[[], None]) -> None:
+        self.remove = stop
+
+
+def _overwrites(module: Any) -> bool:
+    """Whether a weight of ``module`` has TE's ``overwrite_main_grad`` attribute set."""
+    return any(getattr(p, "overwrite_main_grad", False) for p in module.parameters())
 
 
 def _backward_probe() -> Callable[[], bool]:

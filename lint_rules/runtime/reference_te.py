@@ -25,10 +25,12 @@ FP8 (inside :func:`fp8_autocast`), per weight, decided at forward as TE does::
     None  -> quantize the current weight, store nothing
     False -> reuse the stored workspace as it is (quantize and store only if there is none)
 
-The cast is real: ``torch.float8_e4m3fn`` with a per-tensor scale from the tensor's own amax
-(weights, and inputs on every call), so a stale workspace shows in the outputs and gradients.
-TE's numbers differ (``DelayedScaling`` scales from an amax history); the runtime suite compares
-outcomes (which gradients survive, which weights a forward used), never TE's bits.
+The casts are real (:mod:`lint_rules.runtime.reference_fp8`): ``torch.float8_e4m3fn`` with a
+per-tensor scale from the tensor's own amax for weights and inputs, and under the ``HYBRID``
+format ``torch.float8_e5m2`` for the gradients in backward, so a stale workspace shows in the
+outputs and gradients. TE's numbers differ (``DelayedScaling`` scales from an amax history);
+the runtime suite compares outcomes (which gradients survive, which weights a forward used),
+never TE's bits.
 
 Module classes take TE's constructor arguments in TE's order up to ``device`` (parallelism and
 communication options must keep their defaults here) and TE's forward signatures, so the flag
@@ -46,16 +48,42 @@ scenarios have run on real TE.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any, Callable
 
 import torch
 import torch.nn.functional as F
 
+from lint_rules.runtime.reference_fp8 import (
+    FP8_DTYPE,
+    FP8_MAX,
+    MUTATION_ENV,
+    MUTATIONS,
+    DelayedScaling,
+    Float8CurrentScaling,
+    Format,
+    active_format,
+    autocast,
+    fp8_autocast,
+    is_fp8_available,
+    is_fp8_enabled,
+    mutation,
+    quantize,
+    quantize_grad,
+)
+
 __all__ = [
+    "FP8_DTYPE",
+    "FP8_MAX",
+    "MUTATIONS",
+    "MUTATION_ENV",
     "DelayedScaling",
+    "Float8CurrentScaling",
+    "Format",
+    "autocast",
+    "is_fp8_available",
+    "mutation",
+    "quantize_grad",
     "GroupedLinear",
     "LayerNormLinear",
     "LayerNormMLP",
@@ -68,9 +96,6 @@ __all__ = [
 
 IS_REFERENCE = True
 """Lets a test or a model say which backend it got (``transformer_engine.pytorch`` lacks it)."""
-
-FP8_DTYPE = torch.float8_e4m3fn
-FP8_MAX = float(torch.finfo(FP8_DTYPE).max)  # 448
 
 
 def wgrad_accumulates(
@@ -87,54 +112,9 @@ def wgrad_accumulates(
         return False
     if is_first_microbatch is None:
         return True
+    if is_first_microbatch and mutation() == "accumulate-on-true":
+        return True
     return not is_first_microbatch
-
-
-# -- FP8 -------------------------------------------------------------------------------------
-
-
-@dataclass
-class DelayedScaling:
-    """Stand-in for ``transformer_engine.common.recipe.DelayedScaling`` (fields kept, unused:
-    the reference scales each tensor from its own amax)."""
-
-    margin: int = 0
-    fp8_format: str = "HYBRID"
-    amax_history_len: int = 1024
-    amax_compute_algo: str = "max"
-
-
-_FP8: dict[str, Any] = {"enabled": False, "recipe": None}
-
-
-@contextlib.contextmanager
-def fp8_autocast(
-    enabled: bool = True,
-    calibrating: bool = False,
-    fp8_recipe: Any = None,
-    fp8_group: Any = None,
-    _graph: bool = False,
-) -> Iterator[None]:
-    """TE's ``fp8_autocast`` signature: modules called inside quantize to FP8 (see above)."""
-    saved = dict(_FP8)
-    _FP8["enabled"] = bool(enabled)
-    _FP8["recipe"] = fp8_recipe if fp8_recipe is not None else DelayedScaling()
-    try:
-        yield
-    finally:
-        _FP8.update(saved)
-
-
-def is_fp8_enabled() -> bool:
-    return bool(_FP8["enabled"])
-
-
-def quantize(tensor: torch.Tensor) -> torch.Tensor:
-    """Round ``tensor`` through float8_e4m3fn with a per-tensor scale; back in its own dtype."""
-    t = tensor.detach()
-    amax = t.abs().max()
-    scale = torch.where(amax > 0, FP8_MAX / amax, torch.ones_like(amax)).to(t.dtype)
-    return ((t * scale).to(FP8_DTYPE).to(t.dtype) / scale).contiguous()
 
 
 # -- the GEMM with TE's wgrad rule -------------------------------------------------------------
@@ -154,8 +134,11 @@ class _FusedWgradLinear(torch.autograd.Function):
         fuse_wgrad_accumulation: bool,
         overwrite_main_grad: bool,
     ) -> torch.Tensor:
-        x_used = quantize(inp) if is_fp8_enabled() else inp
+        fp8 = is_fp8_enabled()
+        x_used = quantize(inp) if fp8 else inp
         ctx.save_for_backward(x_used, weight_used)
+        # TE keeps the recipe's format for backward: E5M2 gradients under HYBRID.
+        ctx.grad_format = active_format() if fp8 else None
         ctx.has_bias = bias is not None
         # Captured at forward, decided in backward (ctx.is_first_microbatch in TE); TE also
         # reads overwrite_main_grad here (ctx.origin_weight_overwrite_main_grad).
@@ -168,6 +151,8 @@ class _FusedWgradLinear(torch.autograd.Function):
     @staticmethod
     def backward(ctx: Any, grad_out: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
         x_used, weight_used = ctx.saved_tensors
+        if ctx.grad_format is not None:
+            grad_out = quantize_grad(grad_out, ctx.grad_format)
         g2 = grad_out.reshape(-1, grad_out.shape[-1])
         x2 = x_used.reshape(-1, x_used.shape[-1])
         dgrad = (g2 @ weight_used).reshape(x_used.shape) if ctx.needs_input_grad[0] else None
@@ -175,7 +160,8 @@ class _FusedWgradLinear(torch.autograd.Function):
         wgrad: torch.Tensor | None = None
         if ctx.needs_input_grad[1]:
             param = ctx.weight_param
-            if ctx.fuse_wgrad_accumulation:
+            fused = ctx.fuse_wgrad_accumulation or mutation() == "fusion-ignored"
+            if fused:
                 wgrad = _write_main_grad(
                     param, g2, x2, ctx.is_first_microbatch, ctx.overwrite_main_grad
                 )
@@ -282,8 +268,12 @@ class _FusedWgradBase(torch.nn.Module):
         """The weight the GEMM uses: itself, or under FP8 the quantized workspace TE would use."""
         if not is_fp8_enabled():
             return weight.detach()
-        cache_name = None if is_first_microbatch is None else name
-        update = is_first_microbatch is None or bool(is_first_microbatch)
+        planted = mutation()
+        reuse_none = planted == "none-reuses-like-false" and is_first_microbatch is None
+        cache_name = None if is_first_microbatch is None and not reuse_none else name
+        update = (is_first_microbatch is None and not reuse_none) or bool(is_first_microbatch)
+        if planted == "fp8-cache-never-reused":
+            update = True
         cached = self._fp8_workspaces.get(cache_name) if cache_name is not None else None
         if cached is not None and not update:
             return cached  # False: the workspace as it is, whatever the weight is now

@@ -26,38 +26,43 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from lint_rules.runtime import tolerances as tol
 from lint_rules.runtime.backends import Backend
 from lint_rules.runtime.fixtures import megatron_guard
 
 KINDS = ("Linear", "LayerNormLinear", "LayerNormMLP", "GroupedLinear")
-HIDDEN = 16
-FFN = 32  # LayerNormMLP's ffn_hidden_size
-TOKENS = 8
-M_SPLITS = (3, 5)  # GroupedLinear: uneven on purpose, both GEMMs see rows
-FP8_HIDDEN = 32  # FP8 GEMMs want dimensions that are multiples of 16
+HIDDEN = 256  # sizes in the hundreds, as in production (LayerNormMLP's FFN is 2 * HIDDEN)
+TOKENS = 32
+M_SPLITS = (12, 20)  # GroupedLinear: uneven on purpose, both GEMMs see rows
+FP8_HIDDEN = 256  # FP8 GEMMs want dimensions that are multiples of 16
 FP8_TOKENS = 32
 FP8_M_SPLITS = (16, 16)
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
+"""Parameter and activation precision; ``main_grad`` is fp32 in both (Megatron's DDP)."""
+RECIPES = ("delayed", "current")
+"""FP8 recipes: ``DelayedScaling`` and ``Float8CurrentScaling`` (see ``backends.RECIPES``)."""
 
-# Tolerances, as relative Frobenius error ||got - want|| / ||want||.
-# - reference, fp32: the module and the autograd mirror compute the same fp32 products in
-#   another summation order (addmm into main_grad vs g1 + g2 afterwards): a few fp32 roundings
-#   (2^-24 ~ 6e-8) on sums of 8-32 terms, ~1e-7; 1e-5 leaves two orders of magnitude.
-# - te, fp32: cuBLASLt may run fp32 GEMMs on TF32 tensor cores (unit roundoff 2^-11 ~ 4.9e-4)
-#   and the LayerNorm is a fused kernel; 2e-3 covers a TF32 product summed over 8-32 rows.
-# - fp8 (both): e4m3 keeps 3 mantissa bits (relative rounding up to 2^-4 = 6.25% per element,
-#   about 2% RMS); inputs and weights are both rounded, and TE rounds gradients to e5m2 under the
-#   HYBRID format (up to 12.5%), averaged over the GEMM's reduction: 0.15.
-#   Gradients under FP8 pass through two or more rounded GEMMs (forward, dgrad, wgrad; more in
-#   LayerNormMLP, measured ~0.15 on the reference): 0.3 for them, with candidates that differ
-#   by a whole depth's gradient (~0.7-1.0 apart).
+# Tolerances (relative Frobenius error), derived in lint_rules.runtime.tolerances from the
+# formats' unit roundoffs, never fitted to a backend's numbers:
+# - reference, fp32: the module and the oracle compute the same fp32 products in another
+#   order: 1e-5 is two orders of magnitude above that.
+# - te, fp32 (gpu_check turns TF32 off): fp32_tolerance(reduction) for reorderings and TE's
+#   fused LayerNorm/GELU kernels.
+# - bf16: two_depth_wgrad_tolerance_bf16(kind); FP8: forward_tolerance_fp8(kind) for outputs,
+#   two_depth_wgrad_tolerance_fp8(kind) for gradients (E4M3 forward, E5M2 backward).
 # A label needs its candidate within the tolerance AND every other candidate at least
 # `separation` away, so no tolerance can hide the other outcome.
-TOLERANCE = {"reference": 1e-5, "te": 2e-3}
-FP8_TOLERANCE = 0.15
+TOLERANCE = {"reference": 1e-5, "te": tol.fp32_tolerance(2 * HIDDEN)}
+FP8_TOLERANCE = tol.two_depth_wgrad_tolerance_fp8("Linear")  # the shared-layer oracle
 SEPARATION = 0.05
 FP8_SEPARATION = 0.3
-FP8_GRAD_TOLERANCE = 0.3
 FP8_GRAD_SEPARATION = 0.5
+
+
+def accumulation_tolerance(backend: Backend, kind: str, dtype: str) -> float:
+    if dtype == "bf16":
+        return tol.two_depth_wgrad_tolerance_bf16(kind)
+    return TOLERANCE[backend.name]
 
 
 @dataclass(frozen=True)
@@ -114,6 +119,7 @@ def make_module(
     hidden: int = HIDDEN,
     init_std: float | None = None,
     activation: str = "relu",
+    dtype: str = "fp32",
 ) -> torch.nn.Module:
     """Build ``kind`` from the backend's namespace with TE's keyword names.
 
@@ -125,7 +131,7 @@ def make_module(
     common: dict[str, Any] = {
         "bias": True,
         "fuse_wgrad_accumulation": fuse,
-        "params_dtype": torch.float32,
+        "params_dtype": DTYPES[dtype],
         "device": backend.device,
     }
     if init_std is not None:
@@ -170,7 +176,7 @@ def mirror(
     """The module's math in plain torch, with ``weights`` in place of its fused weights."""
 
     def p(name: str) -> torch.Tensor:
-        return getattr(module, name).detach()
+        return getattr(module, name).detach().to(x.dtype)
 
     if kind == "Linear":
         return F.linear(x, weights[0], p("bias"))
@@ -198,7 +204,8 @@ def two_depth_grads(
 ) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
     """(g1, g2): each fused weight's gradient from depth 1 and from depth 2, by autograd on
     separate copies of the weights (``weights``, default: the module's current ones)."""
-    originals = [w.detach() for w in (weights or fused_weights(kind, module))]
+    originals = [w.detach().float() for w in (weights or fused_weights(kind, module))]
+    x, probe = x.float(), probe.float()
     depth1 = [w.clone().requires_grad_(True) for w in originals]
     depth2 = [w.clone().requires_grad_(True) for w in originals]
     h1 = torch.tanh(mirror(kind, module, x, depth1, m_splits))
@@ -244,7 +251,9 @@ ACCUMULATION_CASES = {
 }
 
 
-def accumulation(backend: Backend, kind: str, case_id: str, seed: int = 1234) -> Outcome:
+def accumulation(
+    backend: Backend, kind: str, case_id: str, seed: int = 1234, dtype: str = "fp32"
+) -> Outcome:
     """Call ``kind`` at two depths with the case's flags, backward, and name what survived.
 
     Label: ``g1+g2``, ``g1``, ``g2`` (the candidates ``main_grad``, or ``.grad`` with fusion off,
@@ -254,14 +263,16 @@ def accumulation(backend: Backend, kind: str, case_id: str, seed: int = 1234) ->
     """
     case = ACCUMULATION_CASES[case_id]
     torch.manual_seed(seed)
-    module = make_module(kind, backend, fuse=case.fuse)
+    # relu's derivative flips where bf16 rounding moves a pre-activation across zero: gelu
+    activation = "relu" if dtype == "fp32" else "gelu"
+    module = make_module(kind, backend, fuse=case.fuse, dtype=dtype, activation=activation)
     weights = fused_weights(kind, module)
     for w in weights:
         w.main_grad = torch.zeros_like(w, dtype=torch.float32)
         if case.overwrite_attr:
             w.overwrite_main_grad = True
-    x = torch.randn(TOKENS, HIDDEN, device=backend.device)
-    probe = torch.randn(TOKENS, HIDDEN, device=backend.device)
+    x = torch.randn(TOKENS, HIDDEN, device=backend.device).to(DTYPES[dtype])
+    probe = torch.randn(TOKENS, HIDDEN, device=backend.device).to(DTYPES[dtype])
     flags = case.flags
     if case.guard_config is not None:
         # Exactly the guarded call shape the linter accepts: `v if tracked(config) else None`.
@@ -269,10 +280,10 @@ def accumulation(backend: Backend, kind: str, case_id: str, seed: int = 1234) ->
         flags = tuple(f if tracked else None for f in flags)
     h1 = torch.tanh(call(kind, module, x, flags[0], M_SPLITS))
     h2 = torch.tanh(call(kind, module, h1, flags[1], M_SPLITS))
-    (h2 * probe).sum().backward()
+    (h2.float() * probe.float()).sum().backward()
 
     g1, g2 = two_depth_grads(kind, module, x, probe, M_SPLITS)
-    tol = TOLERANCE[backend.name]
+    limit = accumulation_tolerance(backend, kind, dtype)
     outcomes = []
     for w, a, b in zip(weights, g1, g2):
         got = w.main_grad if case.fuse else w.grad
@@ -282,7 +293,7 @@ def accumulation(backend: Backend, kind: str, case_id: str, seed: int = 1234) ->
         if not case.fuse and torch.count_nonzero(w.main_grad):
             outcomes.append(Outcome("main_grad touched"))
             continue
-        outcomes.append(classify(got, {"g1+g2": a + b, "g1": a, "g2": b}, tol, SEPARATION))
+        outcomes.append(classify(got, {"g1+g2": a + b, "g1": a, "g2": b}, limit, SEPARATION))
     return all_same(outcomes)
 
 
@@ -326,6 +337,7 @@ def fp8_weight_cache(
     resume_at: int | None = None,
     microbatches: int = 2,
     seed: int = 7,
+    recipe: str = "delayed",
 ) -> Outcome:
     """Train ``kind`` under FP8 for ``steps`` steps with the ``policy``'s flag; per step, which
     weights the forwards used: ``fresh`` (the weights after the last optimizer step) or
@@ -337,14 +349,13 @@ def fp8_weight_cache(
     """
     if policy not in FP8_POLICIES:
         raise ValueError(f"policy must be one of {sorted(FP8_POLICIES)}")
-    te = backend.module()
-    recipe = backend.recipe()
+    fp8_recipe = backend.recipe(recipe)
     torch.manual_seed(seed)
     m_splits = FP8_M_SPLITS
 
     def build() -> tuple[torch.nn.Module, torch.optim.Optimizer]:
         module = make_module(
-            kind, backend, fuse=False, hidden=FP8_HIDDEN, init_std=0.5, activation="gelu"
+            kind, backend, fuse=False, hidden=FP8_HIDDEN, init_std=0.3, activation="gelu"
         )
         return module, torch.optim.Adam(module.parameters(), lr=0.2)
 
@@ -365,7 +376,7 @@ def fp8_weight_cache(
         optimizer.zero_grad(set_to_none=True)
         for _ in range(microbatches):
             x = torch.randn(FP8_TOKENS, FP8_HIDDEN, device=backend.device)
-            with te.fp8_autocast(enabled=True, fp8_recipe=recipe):
+            with backend.autocast(fp8_recipe):
                 out = call(kind, module, x, _policy_flag(policy, state), m_splits)
             state["flag"] = False
             with torch.no_grad():
@@ -375,7 +386,7 @@ def fp8_weight_cache(
                     )
                     for v, weights in enumerate(versions)
                 }
-            found = classify(out, candidates, FP8_TOLERANCE, FP8_SEPARATION)
+            found = classify(out, candidates, tol.forward_tolerance_fp8(kind), FP8_SEPARATION)
             seen.append(
                 found
                 if found.label in ("fresh", "none", "ambiguous")
@@ -399,6 +410,7 @@ def fp8_repeated_layer(
     steps: int = 2,
     microbatches: int = 1,
     seed: int = 11,
+    recipe: str = "current",
 ) -> Outcome:
     """A fused-wgrad module called at two depths per microbatch, under FP8, for ``steps`` steps.
 
@@ -411,11 +423,10 @@ def fp8_repeated_layer(
     """
     if flag_mode not in ("tracked", "none"):
         raise ValueError("flag_mode must be 'tracked' or 'none'")
-    te = backend.module()
-    recipe = backend.recipe()
+    fp8_recipe = backend.recipe(recipe)
     torch.manual_seed(seed)
     module = make_module(
-        kind, backend, fuse=True, hidden=FP8_HIDDEN, init_std=0.2, activation="gelu"
+        kind, backend, fuse=True, hidden=FP8_HIDDEN, init_std=FP8_HIDDEN**-0.5, activation="gelu"
     )
     weights = fused_weights(kind, module)
     for w in weights:
@@ -432,7 +443,7 @@ def fp8_repeated_layer(
         for mb in range(microbatches):
             x = torch.randn(FP8_TOKENS, FP8_HIDDEN, device=backend.device)
             probe = torch.randn(FP8_TOKENS, FP8_HIDDEN, device=backend.device)
-            with te.fp8_autocast(enabled=True, fp8_recipe=recipe):
+            with backend.autocast(fp8_recipe):
                 h1 = torch.tanh(call(kind, module, x, flag, FP8_M_SPLITS))
                 if flag_mode == "tracked":
                     flag = False
@@ -445,7 +456,10 @@ def fp8_repeated_layer(
         found = all_same(
             [
                 classify(
-                    w.main_grad, {"kept": k, "lost": m}, FP8_GRAD_TOLERANCE, FP8_GRAD_SEPARATION
+                    w.main_grad,
+                    {"kept": k, "lost": m},
+                    tol.two_depth_wgrad_tolerance_fp8(kind),
+                    FP8_GRAD_SEPARATION,
                 )
                 for w, k, m in zip(weights, kept, lost)
             ]

@@ -34,6 +34,7 @@ __all__ = [
     "VARIANTS",
     "build_shared_layer_training",
     "fixture_text",
+    "load_source_module",
     "load_variant_module",
     "variant_source",
     "write_variant",
@@ -108,13 +109,18 @@ def load_variant_module(
     :data:`BACKEND_ENV` while the module body runs (the fixture reads it at import, like a real
     project choosing TE or a fallback), under a lock, and restoring it afterwards.
     """
-    if backend not in BACKENDS:
-        raise ValueError(f"backend must be one of {BACKENDS}, not {backend!r}")
     if source is None:
         source = variant_source(variant, settings)
-    name = f"_te_shared_layer_{variant}_{backend}_{next(_COUNTER)}"
+    return load_source_module(source, f"{variant} {MODEL_FILE}", backend)
+
+
+def load_source_module(source: str, label: str, backend: str = "reference") -> types.ModuleType:
+    """Run a fixture's ``source`` as a fresh, uniquely named module bound to ``backend``."""
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, not {backend!r}")
+    name = f"_te_runtime_fixture_{backend}_{next(_COUNTER)}"
     module = types.ModuleType(name)
-    code = compile(source, f"<{variant} {MODEL_FILE}>", "exec")
+    code = compile(source, f"<{label}>", "exec")
     with _LOCK:
         for sibling in SIBLINGS:  # the guard module, for a guard-strategy fix
             sibling_name = sibling[: -len(".py")]

@@ -1,0 +1,106 @@
+"""A finding's evidence in every face: text ``note:`` lines, one line for scripts and flake8,
+JSON ``evidence``, and ``explain``'s whole life (SARIF: tests/test_sarif.py).
+
+Findings are built here with their evidence, so the faces are tested whatever the analysis
+fills in.
+"""
+
+from __future__ import annotations
+
+import json
+
+from lint_rules.cli.aids import explain_text
+from lint_rules.cli.formats import format_json, format_text
+from lint_rules.cli.running import _reported
+from lint_rules.findings import Evidence, Finding
+from lint_rules.flake8_plugin import flake8_message
+from lint_rules.oneline import MAX_CHARS, MAX_STEPS
+
+SOURCE = "x = 1\n" * 30
+MESSAGE = "TEM001 untracked flag to TE Linear `self.fc`: pass None or guard it"
+
+
+def finding(*steps: Evidence) -> Finding:
+    return Finding("TEM001", MESSAGE, 20, 4, 20, 10, evidence=steps)
+
+
+LIFE = (
+    Evidence("set True in `__init__`", 12, 8),
+    Evidence("set False after forward", 24, 8),
+    Evidence(
+        "re-armed by `set_is_first_microbatch` only if `self.config.fp8`", 94, 8, "pkg/module.py"
+    ),
+    Evidence("re-arming not seen in this file"),
+)
+
+
+def reported(*steps: Evidence, path: str = "pkg/layer.py"):
+    return _reported(path, SOURCE, [finding(*steps)])
+
+
+def test_text_puts_each_step_on_a_note_line() -> None:
+    text = format_text(reported(*LIFE))
+    assert text.splitlines() == [
+        f"pkg/layer.py:20:5: {MESSAGE}",
+        "  note: pkg/layer.py:12: set True in `__init__`",
+        "  note: pkg/layer.py:24: set False after forward",
+        "  note: pkg/module.py:94: re-armed by `set_is_first_microbatch` only if `self.config.fp8`",
+        "  note: re-arming not seen in this file",
+    ]
+    assert format_text(reported()) == f"pkg/layer.py:20:5: {MESSAGE}\n"  # no evidence: flake8's
+
+
+def test_concise_is_one_line_per_finding_and_flake8s_line() -> None:
+    text = format_text(reported(*LIFE), concise=True)
+    assert text == (
+        f"pkg/layer.py:20:5: {MESSAGE} (set True in `__init__` (:12); set False after forward "
+        "(:24); re-armed by `set_is_first_microbatch` only if `self.config.fp8` "
+        "(pkg/module.py:94); re-arming not seen in this file)\n"
+    )
+    assert text == f"pkg/layer.py:20:5: {flake8_message(finding(*LIFE), 'pkg/layer.py')}\n"
+
+
+def test_the_one_line_form_is_bounded() -> None:
+    many = tuple(Evidence(f"step {n} " + "x" * 40, n + 1) for n in range(12))
+    line = flake8_message(finding(*many), "pkg/layer.py")
+    evidence = line[len(MESSAGE) :]
+    assert evidence.count("; ") <= MAX_STEPS
+    assert len(evidence) <= MAX_CHARS + 120
+    assert "more: `te-microbatch-lint explain pkg/layer.py:20`" in line
+    assert "\n" not in line
+
+
+def test_json_lists_the_evidence_with_every_path_filled() -> None:
+    (row,) = json.loads(format_json(reported(*LIFE)))
+    assert row["evidence"] == [
+        {"path": "pkg/layer.py", "line": 12, "column": 9, "message": "set True in `__init__`"},
+        {"path": "pkg/layer.py", "line": 24, "column": 9, "message": "set False after forward"},
+        {
+            "path": "pkg/module.py",
+            "line": 94,
+            "column": 9,
+            "message": "re-armed by `set_is_first_microbatch` only if `self.config.fp8`",
+        },
+        {
+            "path": "pkg/layer.py",
+            "line": None,
+            "column": None,
+            "message": "re-arming not seen in this file",
+        },
+    ]
+    assert row["message"] == MESSAGE.split(" ", 1)[1]
+
+
+def test_explain_prints_the_whole_life(tmp_path) -> None:
+    path = tmp_path / "layer.py"
+    path.write_text(SOURCE, encoding="utf-8")
+    found = _reported(str(path), SOURCE, [finding(*LIFE)])
+    text = explain_text(found, str(path), 20)
+    assert text.splitlines()[1:6] == [
+        "  the flag's life:",
+        f"  1. {path}:12: set True in `__init__`",
+        f"  2. {path}:24: set False after forward",
+        "  3. pkg/module.py:94: re-armed by `set_is_first_microbatch` only if `self.config.fp8`",
+        "  4. re-arming not seen in this file",
+    ]
+    assert explain_text(found, str(path), 21) == ""

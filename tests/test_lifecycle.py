@@ -1,0 +1,50 @@
+"""The flag judged by its life across the files of a run (docs/rules.md, "Maintained, stale,
+conditional"): two small packages shaped like megatron-core 0.8.0 (re-armed every step) and
+0.10.0 (re-armed only under FP8), checked as trees, one file alone, and the evidence as JSON
+beside them (``fixtures/lifecycle/*.expected.json``)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from lint_rules.analysis import analyze_source
+
+CASES = Path(__file__).resolve().parents[1] / "fixtures" / "lifecycle"
+
+
+def _check(case: str) -> tuple[int, list[dict]]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "lint_rules.cli", "check", "--no-cache", "--isolated"]
+        + ["--output-format", "json", "model"],
+        cwd=CASES / case,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    return proc.returncode, json.loads(proc.stdout)
+
+
+def test_a_flag_re_armed_every_step_is_maintained() -> None:
+    assert _check("rearm_every_step") == (0, [])
+
+
+def test_a_flag_re_armed_only_under_fp8_is_reported_with_its_life() -> None:
+    rc, rows = _check("rearm_under_fp8")
+    assert rc == 1
+    keys = ("path", "line", "column", "code", "verdict", "evidence")
+    found = [{key: row[key] for key in keys} for row in rows]
+    expected = json.loads((CASES / "rearm_under_fp8.expected.json").read_text())
+    assert found == expected
+
+
+def test_one_file_alone_says_the_project_is_not_seen() -> None:
+    """flake8 and the libcst runner see one file: the re-arm in ``module.py`` is not in it."""
+    for case in ("rearm_every_step", "rearm_under_fp8"):
+        text = (CASES / case / "model" / "layers.py").read_text()
+        (finding,) = analyze_source(text)
+        assert finding.verdict == "stale"
+        assert "not seen here" in finding.evidence[-1].message
+        assert "te-microbatch-lint check ." in finding.evidence[-1].message
