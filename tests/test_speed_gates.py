@@ -14,7 +14,7 @@ import pytest
 
 import lint_rules.analysis
 from lint_rules import __version__
-from lint_rules.cli import command, running
+from lint_rules.cli import command, cpus, running
 
 ROOT = Path(__file__).resolve().parent.parent
 REEXPORT = ROOT / "fixtures" / "imports" / "reexport"
@@ -104,7 +104,7 @@ def test_no_proc_stat_falls_back_to_the_load_average(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr("os.getloadavg", lambda: (0.2, 0.2, 0.2))
     monkeypatch.setattr(running.CpuSample, "now", classmethod(lambda cls: blind))
     assert running.default_cpus(blind) == 2
-    assert running.idle_cores(blind, blind, 2) is None
+    assert cpus.idle_cores(blind, blind, 2) is None
 
 
 def test_a_window_too_short_to_say_is_waited_out(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -113,7 +113,7 @@ def test_a_window_too_short_to_say_is_waited_out(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 1}, raising=False)
     monkeypatch.setattr("os.cpu_count", lambda: 2)
     monkeypatch.setattr(running.CpuSample, "now", classmethod(lambda cls: next(samples)))
-    monkeypatch.setattr(running.time, "sleep", slept.append)
+    monkeypatch.setattr(cpus.time, "sleep", slept.append)
     assert running.default_cpus(_sample(0, 0, 0.0, 0.0)) == 2
     assert slept and 0 < slept[0] <= 0.05
 
