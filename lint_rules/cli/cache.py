@@ -128,7 +128,7 @@ class ResultCache:
         kept = {
             k: v
             for k, v in self.entries.items()
-            if isinstance(v, list) and len(v) == 8 and _is_time(v[0]) and v[0] >= oldest
+            if isinstance(v, list) and len(v) == 10 and _is_time(v[0]) and v[0] >= oldest
         }
         import tempfile
 
