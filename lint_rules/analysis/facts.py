@@ -14,7 +14,8 @@ from bisect import bisect_left
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from lint_rules.analysis.nodes import constant_str, target_names
+from lint_rules.analysis.nodes import SIMPLE_STATEMENTS, constant_str, target_names
+from lint_rules.analysis.nodes import blocks as _blocks
 
 
 class Write(NamedTuple):
@@ -178,7 +179,7 @@ class _Collector:
             assert isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
             qual = f"{function}.{stmt.name}" if function else stmt.name
             inner = frozenset(
-                n for s in ast.walk(stmt) if isinstance(s, ast.Global) for n in s.names
+                n for s in _all_statements(stmt) if type(s) is ast.Global for n in s.names  # type: ignore[attr-defined]
             )
             if not function:
                 self._getter(stmt)
@@ -283,11 +284,24 @@ class _Collector:
 
     def _getter(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         """``def get_flag(): return _FLAG`` (a module global) is a getter of ``_FLAG``."""
-        returns = [s for s in ast.walk(node) if isinstance(s, ast.Return)]
+        returns = [s for s in _all_statements(node) if type(s) is ast.Return]
         if len(returns) == 1 and isinstance(returns[0].value, ast.Name):
             name = returns[0].value.id
             if name not in _params(node):
                 self.getters.append((node.name, f"global:{name}"))
+
+
+def _all_statements(stmt: ast.stmt) -> list[ast.stmt]:
+    """``stmt`` and every statement in it, nested scopes included: what ``ast.walk`` finds of
+    ``Global`` and ``Return`` (statements both), without visiting a single expression."""
+    found: list[ast.stmt] = []
+    pending = [stmt]
+    while pending:
+        node = pending.pop()
+        found.append(node)
+        if type(node) not in SIMPLE_STATEMENTS:
+            pending.extend(_blocks(node))
+    return found
 
 
 def _targets(target: ast.expr) -> list[ast.expr]:
