@@ -151,3 +151,11 @@ def test_a_check_that_writes_nothing_loads_no_writer(tmp_path: Path) -> None:
     _, modules = _modules_after(tmp_path, "check", "--no-cache", "--jobs", "1", ".")
     assert "lint_rules.analysis.core" in modules  # the file was analysed
     assert not {"lint_rules.cli.cache", "tempfile", "random", "libcst"} & modules
+
+
+def test_state_lines_are_the_lines_that_spell_a_state_word() -> None:
+    from lint_rules.analysis.prefilter import state_lines
+
+    text = "a = 1\nself.Micro_Batch = 2  # microbatch\n\n\nx(current_microbatch)\r\nend\n"
+    expected = [n for n, line in enumerate(text.split("\n"), 1) if "micro" in line.lower()]
+    assert state_lines(text) == expected == [2, 5]

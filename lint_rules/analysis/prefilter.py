@@ -121,13 +121,20 @@ def state_lines(text: str) -> list[int] | None:
     if not GATES:
         return None
     lowered = text.lower()
-    found: set[int] = set()
+    places: list[int] = []
     for word in STATE_WORDS:
         at = lowered.find(word)
         while at >= 0:
-            found.add(lowered.count("\n", 0, at) + 1)
+            places.append(at)
             at = lowered.find(word, at + 1)
-    return sorted(found)
+    found: list[int] = []
+    line, counted = 1, 0  # newlines counted once, from one place to the next (not from 0)
+    for at in sorted(places):
+        line += lowered.count("\n", counted, at)
+        counted = at
+        if not found or found[-1] != line:
+            found.append(line)
+    return found
 
 
 def mentions_state(text: str) -> bool:
