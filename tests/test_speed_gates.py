@@ -148,6 +148,9 @@ def test_a_check_that_writes_nothing_loads_no_writer(tmp_path: Path) -> None:
     _, modules = _modules_after(tmp_path / "empty", "check", "--no-cache", ".")
     assert not {"lint_rules.cli.cache", "lint_rules.analysis", "lint_rules.fileio"} & modules
     assert not {"tempfile", "random"} & modules
+    cache = str(tmp_path / "cache")
+    _, modules = _modules_after(tmp_path / "empty", "check", "--cache-dir", cache, ".")
+    assert not {"lint_rules.analysis", "lint_rules.fileio", "tempfile"} & modules
     _, modules = _modules_after(tmp_path, "check", "--no-cache", "--jobs", "1", ".")
     assert "lint_rules.analysis.core" in modules  # the file was analysed
     assert not {"lint_rules.cli.cache", "tempfile", "random", "libcst"} & modules
