@@ -60,10 +60,18 @@ def test_only_the_init_that_an_import_goes_through_is_parsed(
     (tree / "unrelated").mkdir()
     (tree / "unrelated" / "__init__.py").write_text("from .mod import thing  # unrelated\n")
     (tree / "unrelated" / "mod.py").write_text("thing = 1\n")
+    # `import pkg` may reach every package under it: those whose text spells a name the
+    # index holds are read, the others not.
+    (tree / "pkg" / "other").mkdir()
+    (tree / "pkg" / "other" / "__init__.py").write_text("from .mod import thing  # other\n")
+    (tree / "pkg" / "again").mkdir()
+    (tree / "pkg" / "again" / "__init__.py").write_text("from ..layers import MyLinear as A\n")
+    (tree / "whole.py").write_text("import pkg  # is_first_microbatch\n")
     found = _check(capsys, tree)
     assert found == {("model.py", 5, "TEM002"), ("model.py", 6, "TEM001")}
     assert "from .layers import MyLinear, make_fc" in analysed  # pkg/__init__.py: re-exports
-    assert not any("unrelated" in line for line in analysed)
+    assert "from ..layers import MyLinear as A" in analysed
+    assert not any("unrelated" in line or "other" in line for line in analysed)
 
 
 def _sample(idle: int, busy: int, own: float, wall: float) -> running.CpuSample:

@@ -158,20 +158,40 @@ def needed(
     waiting: Mapping[int, Any],
     module_names: Mapping[int, list[str]],
     outcomes: Sequence[Outcome | None],
-    exports: bool,
+    index: Mapping[str, Export],
+    text_of: Callable[[int], str],
 ) -> list[int]:
-    """The places in ``waiting`` (``__init__.py`` that fail the prefilter) whose module a name
-    looked up by ``outcomes`` goes through (``pkg`` for ``pkg.MyLinear``), in order. None
-    while the run exports nothing (``exports``): an ``__init__.py`` that fails the prefilter
-    only passes on what the index holds."""
-    if not exports:
+    """The places in ``waiting`` (``__init__.py`` that fail the prefilter, ``text_of`` their
+    text) whose entries a name looked up by ``outcomes`` may read, in order. An
+    ``__init__.py`` that fails the prefilter only passes on what the index holds, under a
+    name its text spells (or through ``import *``); it is read for a name looked up in its
+    package (``pkg.MyLinear``: its text spells ``MyLinear``) and, for a name that is a
+    package above it (``import pkg`` reaches ``pkg.sub.MyLinear``, ``matched``), when its text
+    spells a name the index holds. None while the index is empty."""
+    if not index:
         return []
-    through: set[str] = set()
+    held = {key.rpartition(".")[2] for key in index}
+    parents: dict[str, set[str]] = {}
+    whole: set[str] = set()
     for outcome in outcomes:
         for name in outcome.names if outcome is not None else ():
-            parts = name.split(".")
-            through.update(".".join(parts[:end]) for end in range(1, len(parts) + 1))
-    return sorted(p for p in waiting if any(m in through for m in module_names[p]))
+            parent, _, last = name.rpartition(".")
+            parents.setdefault(parent, set()).add(last)
+            whole.add(name)
+
+    def reads(place: int) -> bool:
+        spelt: set[str] = set()
+        for module in module_names[place]:
+            spelt.update(parents.get(module, ()))
+            parts = module.split(".")
+            if any(".".join(parts[:end]) in whole for end in range(1, len(parts) + 1)):
+                spelt.update(held)
+        if not spelt:
+            return False
+        text = text_of(place)
+        return "*" in text or any(name in text for name in spelt)
+
+    return sorted(p for p in waiting if reads(p))
 
 
 def run_crossfile(
@@ -266,12 +286,24 @@ def run_crossfile(
                 yield outcomes[given]  # type: ignore[misc]
                 given += 1
     waiting = dict(plan.deferred)
+    texts: dict[int, str] = {}
+
+    def text_of(place: int) -> str:
+        if place not in texts:
+            from lint_rules.fileio import SourceError, read_source
+
+            try:
+                texts[place] = read_source(plan.files[place]).text
+            except SourceError:
+                texts[place] = "*"  # read again by the analysis, which reports it
+        return texts[place]
+
     index = {}
     facts = run_facts(outcomes, active)
     rounds = settling = 0
     while True:
         index = build_index(outcomes, module_names)
-        through = needed(waiting, module_names, [outcomes[p] for p in active], bool(index))
+        through = needed(waiting, module_names, [outcomes[p] for p in active], index, text_of)
         if through:  # the `__init__.py` that the names looked up so far go through
             for place in through:
                 settings[place] = waiting.pop(place)
