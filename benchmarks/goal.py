@@ -234,8 +234,10 @@ def main(argv: list[str] | None = None) -> int:
 def print_tables(results: dict[str, dict[str, list[tuple[float, float]]]]) -> None:
     trees_run = [n for n in results if n != "startup"]
     if trees_run:
-        print("| tree | `check` cold | ruff B cold | **ratio** (wall) | ratio (CPU) | goal | "
-              "`check` warm | ruff B warm | ratio warm |")
+        print(
+            "| tree | `check` cold | ruff B cold | **ratio** (wall) | ratio (CPU) | goal | "
+            "`check` warm | ruff B warm | ratio warm |"
+        )
         print("|---|---:|---:|---:|---:|---|---:|---:|---:|")
         for name in trees_run:
             t = results[name]
@@ -250,8 +252,10 @@ def print_tables(results: dict[str, dict[str, list[tuple[float, float]]]]) -> No
                 f"{paired(t, 'check (warm)', 'ruff (warm)'):.2f}x |"
             )
         print()
-        print("| tree | default `--jobs` | `-j1` | default ÷ `-j1` | `grep -rl` | "
-              "`ast.parse` of what must be parsed | `check` ÷ `ast.parse` |")
+        print(
+            "| tree | default `--jobs` | `-j1` | default ÷ `-j1` | `grep -rl` | "
+            "`ast.parse` of what must be parsed | `check` ÷ `ast.parse` |"
+        )
         print("|---|---:|---:|---:|---:|---:|---:|")
         for name in trees_run:
             t = results[name]
@@ -271,8 +275,10 @@ def print_tables(results: dict[str, dict[str, list[tuple[float, float]]]]) -> No
             goal = ""
             if name in ("check --version", "check (empty folder)"):
                 goal = f"<= {STARTUP_GOAL}x: {'met' if ratio <= STARTUP_GOAL else 'not met'}"
-            print(f"| `{name}` | {_median([w for w, _ in t[name]]) * 1000:.1f} ms | "
-                  f"{ratio:.2f}x | {goal} |")
+            print(
+                f"| `{name}` | {_median([w for w, _ in t[name]]) * 1000:.1f} ms | "
+                f"{ratio:.2f}x | {goal} |"
+            )
 
 
 if __name__ == "__main__":
