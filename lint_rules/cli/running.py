@@ -488,16 +488,21 @@ def _may_reexport(path: str, text: str) -> bool:
 def pool_size(plan: Plan, jobs: int | None, cpus: int | None = None) -> int:
     """Workers for the parse pass: ``--jobs`` when given, else the idle cores (``cpus``, or
     ``default_cpus`` over the first pass), and only when the bytes to parse are enough to pay
-    for a pool."""
+    for a pool. With a pool, the analysis core is imported here, before the workers fork: once,
+    not by every worker of every pool the run starts."""
     if len(plan.to_parse) <= 1:
         return 1
     if jobs is not None:
-        return min(jobs, len(plan.to_parse))
-    if plan.bytes_to_parse < POOL_MIN_BYTES:
+        workers = min(jobs, len(plan.to_parse))
+    elif plan.bytes_to_parse < POOL_MIN_BYTES:
         return 1
-    if cpus is None:
-        cpus = default_cpus(plan.started)
-    return max(1, min(cpus, len(plan.to_parse)))
+    else:
+        if cpus is None:
+            cpus = default_cpus(plan.started)
+        workers = max(1, min(cpus, len(plan.to_parse)))
+    if workers > 1:
+        import lint_rules.analysis.core  # noqa: F401
+    return workers
 
 
 def run_plan(work: Work, job: Job, plan: Plan, workers: int) -> Iterator[Outcome]:
