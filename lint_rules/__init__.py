@@ -4,4 +4,4 @@ Importing this package is cheap: the analysis, the codemod (libcst) and the runt
 (torch) are imported only by the face that needs them.
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

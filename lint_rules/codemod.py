@@ -1,6 +1,10 @@
 """libcst codemod command, for teams that already drive their rewrites with libcst's runner.
 
-    python -m libcst.tool codemod -x lint_rules.codemod.TEMicrobatchCodemod --no-format src/
+    python -m libcst.tool codemod -x te_microbatch_lint.codemod.TEMicrobatchCodemod --no-format src/
+
+(``te_microbatch_lint.codemod`` re-exports this class under a name that a project's own
+``lint_rules/`` folder cannot shadow: libcst's runner puts the current directory first on
+``sys.path``.)
 
 It is a face over ``fixing.fix_source`` (the same rewrite as ``te-microbatch-lint fix``): the
 module's text goes in, the fixed text comes back as a module. ``--no-format`` matters: the fix
@@ -160,4 +164,20 @@ class TEMicrobatchCodemod(VisitorBasedCodemodCommand):
         config = cst.PartialParserConfig(
             encoding=tree.encoding, default_newline=tree.default_newline
         )
-        return cst.parse_module(result.text, config=config)
+        fixed = cst.parse_module(result.text, config=config)
+        if not tree.code.endswith("\r") and self._ends_with_cr():
+            # libcst's parser drops a CR-only file's final CR (its `has_trailing_newline` is
+            # False for it); the file keeps it, as `te-microbatch-lint fix` keeps it
+            fixed = fixed.with_changes(has_trailing_newline=True)
+        return fixed
+
+    def _ends_with_cr(self) -> bool:
+        try:
+            with open(self.context.filename or "", "rb") as handle:
+                handle.seek(0, 2)
+                if handle.tell() == 0:
+                    return False
+                handle.seek(-1, 2)
+                return handle.read(1) == b"\r"
+        except (OSError, ValueError):
+            return False

@@ -39,9 +39,24 @@ def deep(function: F) -> F:
             return function(*args, **kwargs)
         except RecursionError:
             pass
+        except MemoryError as error:
+            if _from_the_parser(error):  # its own stack overflowed (10,000 nested `-`)
+                raise SyntaxError(TOO_DEEP) from None
+            raise
         return _in_deep_thread(function, args, kwargs)
 
     return run  # type: ignore[return-value]
+
+
+def _from_the_parser(error: BaseException) -> bool:
+    """Whether ``error`` was raised by ``ast.parse``/``compile`` itself (the innermost frame)."""
+    trace = error.__traceback__
+    while trace is not None and trace.tb_next is not None:
+        trace = trace.tb_next
+    if trace is None:
+        return False
+    code = trace.tb_frame.f_code
+    return code.co_name == "parse" and code.co_filename.endswith("ast.py")
 
 
 def _in_deep_thread(function: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
@@ -53,6 +68,8 @@ def _in_deep_thread(function: Callable[..., Any], args: tuple, kwargs: dict) -> 
             outcome["value"] = function(*args, **kwargs)
         except RecursionError:
             outcome["error"] = SyntaxError(TOO_DEEP)
+        except MemoryError as error:
+            outcome["error"] = SyntaxError(TOO_DEEP) if _from_the_parser(error) else error
         except BaseException as error:  # handed to the caller's thread as it is
             outcome["error"] = error
 

@@ -329,6 +329,14 @@ def _write_refusal(target: str, mode: int) -> str | None:
         return "file is read-only; not written"
     if not os.access(target, os.W_OK):
         return "permission denied (no write permission); not written"
+    # The rename writes the directory: one nobody may write is protected too (root would pass).
+    directory = os.path.dirname(target) or "."
+    try:
+        folder = os.stat(directory).st_mode
+    except OSError:
+        return None
+    if not folder & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
+        return "its directory is read-only; not written"
     return None
 
 
@@ -434,6 +442,10 @@ def write_source_atomic(source: SourceFile, new_text: str) -> None:
         char = new_text[error.start]
         raise SourceError(
             name, f"fixed text has {char!r}, which {source.encoding} cannot encode; not written"
+        ) from None
+    except UnicodeError as error:  # a codec that fails on whole lines (idna)
+        raise SourceError(
+            name, f"fixed text cannot be encoded in {source.encoding} ({error}); not written"
         ) from None
     if data == source.raw:
         return  # nothing to do: do not touch the file (mtime unchanged)

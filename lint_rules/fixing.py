@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import bisect
 import io
+import re
 import tokenize
 import warnings
 from collections.abc import Callable
@@ -211,6 +212,43 @@ def apply_edits(
     return "".join(reversed(pieces)), applied, plan.notes, plan.skipped
 
 
+_DEBUG_FIELD = re.compile(r"=\s*(?:![rsa])?\s*(?::[^{}\n]*)?\}")
+"""The end of an f-string replacement field with a ``=`` (``{expr = }``, ``{expr=!r:>10}``)."""
+
+
+def _in_debug_text(text: str, findings: list[Finding]) -> dict[int, Finding]:
+    """The findings (by id) whose edits lie inside an f-string's ``{expr=}`` field: Python
+    prints the expression's source text there, so any edit changes the program's output."""
+    if not findings or "=" not in text or not _DEBUG_FIELD.search(text):
+        return {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        tree = ast.parse(text)
+    lines = split_lines(text)
+    starts = _offsets(lines)
+    fields: list[tuple[int, int]] = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.FormattedValue) or node.value.end_lineno is None:
+            continue
+        end = _char_offset(lines, starts, (node.value.end_lineno, node.value.end_col_offset or 0))
+        after = text[end : end + 64].lstrip(" \t\r\n")
+        if after.startswith("=") and not after.startswith("=="):
+            begin = _char_offset(lines, starts, (node.value.lineno, node.value.col_offset))
+            fields.append((begin, end))
+    found = {}
+    for finding in findings:
+        for edit in finding.fix.edits if finding.fix else ():
+            at = _char_offset(lines, starts, edit.start)
+            if any(begin <= at <= end for begin, end in fields):
+                found[id(finding)] = finding
+    return found
+
+
+COMMENT_CHECK_MAX_CHARS = 2_000_000
+"""Files up to this size have every comment re-read after the fix (two ``tokenize`` passes,
+about 1 s per MB each in pure Python); larger ones rely on the edits' own comment keeping."""
+
+
 def comment_tokens(text: str) -> list[str] | None:
     """Every comment of ``text``, in order (None when it does not tokenize)."""
     try:
@@ -241,11 +279,13 @@ def verify_fixed(old: str, new: str, encoding: str | None = None) -> None:
             else:
                 try:
                     data = new.encode(encoding)
-                except UnicodeEncodeError:
+                except UnicodeError:  # idna's "label too long" too
                     data = None  # the write refuses it with its own message
                 ast.parse(new if data is None else data)
     except SyntaxError as error:
         raise FixError(f"the fixed text does not parse ({error}); nothing was changed") from error
+    if len(old) > COMMENT_CHECK_MAX_CHARS:
+        return  # the edits keep comments by construction (``keep_comments``); not re-read
     before, after = comment_tokens(old), comment_tokens(new)
     if before is not None and (after is None or not _kept_in_order(before, after)):
         raise FixError("the fixed text would lose a comment; nothing was changed")
@@ -272,7 +312,15 @@ def fix_source(
     allowed = ("safe", "unsafe") if settings.unsafe_fixes else ("safe",)
     fixable = [f for f in kept if f.fix is not None and f.fix.applicability in allowed]
     unsafe = [f for f in kept if f.fix is not None and f.fix.applicability not in allowed]
+    debug = _in_debug_text(text, fixable)
+    fixable = [f for f in fixable if id(f) not in debug]
     new_text, applied, notes, skipped = apply_edits(text, fixable, noqa_checker(text, disable_noqa))
+    for finding in debug.values():
+        skipped.append(finding)
+        notes.append(
+            f"line {finding.line}: {finding.code} not fixed, it is inside an f-string's `=` "
+            "debug text (what it prints would change)"
+        )
     done = {id(f) for f in applied}
     remaining = [f for f in kept if id(f) not in done]
     if not applied:

@@ -63,11 +63,12 @@ class TEMicrobatchChecker:
     def parse_options(cls, options: argparse.Namespace) -> None:
         overrides: dict[str, Any] = {}
         for option in FLAKE8_OPTIONS:
-            value = getattr(options, option.flake8_name.replace("-", "_"), None)
+            name = option.flake8_name or option.key  # FLAKE8_OPTIONS: flake8_name is set
+            value = getattr(options, name.replace("-", "_"), None)
             if value is None or value == [] or value == "":
                 continue  # unset in flake8's configuration: the pyproject table decides
             try:
-                overrides[option.field] = option.check(option.flake8_name, value)
+                overrides[option.field] = option.check(name, value)
             except SettingsError as error:
                 _usage_error(f"{error} (flake8 option --{option.flake8_name})")
         try:
@@ -79,9 +80,12 @@ class TEMicrobatchChecker:
             # so every configuration file under the paths named is checked now.
             excluded = _flake8_excluded(options)
             for path in getattr(options, "filenames", None) or ["."]:
-                if path != "-":
-                    cls.resolver.settings_for(path)
-                    cls.resolver.check_tree(path, skip=excluded)
+                if path == "-":  # stdin: the configuration of the name it is shown as
+                    shown = getattr(options, "stdin_display_name", None) or "stdin"
+                    cls.resolver.settings_for(shown if shown not in ("-", "stdin") else ".")
+                    continue
+                cls.resolver.settings_for(path)
+                cls.resolver.check_tree(path, skip=excluded)
         except SettingsError as error:
             _usage_error(str(error))
 
@@ -90,7 +94,10 @@ class TEMicrobatchChecker:
         if not mentions_flag(source):
             return
         path = self.filename if self.filename not in ("-", "stdin") else "."
-        settings = self.resolver.settings_for(path)
+        try:
+            settings = self.resolver.settings_for(path)
+        except SettingsError as error:  # a file met only now (never a traceback)
+            _usage_error(str(error))
         for finding in analyze_tree(self.tree, settings, source, fixes=False):
             yield finding.line, finding.col, flake8_message(finding, path), type(self)
 

@@ -35,19 +35,12 @@ def _binds(stmt: ast.stmt, name: str) -> str | None:
     (its nested blocks are not looked at here)."""
     if isinstance(stmt, ast.ImportFrom):
         for alias in stmt.names:
-            if (alias.asname or alias.name) == name:
-                return (
-                    f"import {'.' * stmt.level}{stmt.module or ''}"
-                    if alias.asname
-                    in (
-                        None,
-                        name,
-                    )
-                    and alias.name == name
-                    else "other"
-                )
             if alias.name == "*":
                 return "other"
+            if (alias.asname or alias.name) == name:
+                if alias.name != name:  # `from m import other as name`
+                    return "other"
+                return f"import {'.' * stmt.level}{stmt.module or ''}"
         return None
     if isinstance(stmt, ast.Import):
         bound = (alias.asname or alias.name.split(".", 1)[0] for alias in stmt.names)

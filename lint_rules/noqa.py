@@ -9,7 +9,6 @@ code exactly or as a prefix; a line matching ``# flake8: noqa`` silences the who
 
 from __future__ import annotations
 
-import io
 import re
 import tokenize
 from collections.abc import Callable, Iterable
@@ -33,7 +32,12 @@ def _noqa_line_mapping(lines: list[str]) -> dict[int, str]:
     """Map each line number to the text flake8 searches for ``noqa`` (its ``processor``)."""
     mapping: dict[int, str] = {}
     try:
-        tokens = list(tokenize.generate_tokens(io.StringIO("".join(lines)).readline))
+        # One "\n" per physical line (CR-only and CRLF too): io.StringIO splits at "\n" only,
+        # so a CR-only file would be one line and its noqa comments mapped to none.
+        flat = (
+            line.rstrip("\r\n") + "\n" if line.endswith(("\r", "\n")) else line for line in lines
+        )
+        tokens = list(tokenize.generate_tokens(iter([*flat, ""]).__next__))
     except (tokenize.TokenError, SyntaxError, IndentationError):
         return {}
     min_line = len(lines) + 2
@@ -112,7 +116,10 @@ def _token_ranges(lines: list[str]) -> dict[int, int]:
     logical line, where a ``# noqa`` comment can go."""
     last: dict[int, int] = {}
     try:
-        tokens = list(tokenize.generate_tokens(io.StringIO("".join(lines)).readline))
+        flat = (  # one "\n" per physical line, as in _noqa_line_mapping (CR-only files)
+            line.rstrip("\r\n") + "\n" if line.endswith(("\r", "\n")) else line for line in lines
+        )
+        tokens = list(tokenize.generate_tokens(iter([*flat, ""]).__next__))
     except (tokenize.TokenError, SyntaxError, IndentationError):
         return {}
     first = None
@@ -135,18 +142,18 @@ def add_noqa(text: str, found: Iterable[tuple[int, str]]) -> tuple[str, int]:
     lines = split_lines(text)
     last = _token_ranges(lines)
     wanted: dict[int, list[str]] = {}
-    for line, code in found:
-        target = last.get(line, line)
+    for number, code in found:
+        target = last.get(number, number)
         if 0 < target <= len(lines):
             codes = wanted.setdefault(target, [])
             if code not in codes:
                 codes.append(code)
     changed = 0
-    for target, codes in sorted(wanted.items()):
+    for target, wanted_codes in sorted(wanted.items()):
         line = lines[target - 1]
         body = line.rstrip("\r\n")
         ending = line[len(body) :]
-        missing = [code for code in codes if not is_suppressed(code, body)]
+        missing = [code for code in wanted_codes if not is_suppressed(code, body)]
         if not missing:
             continue
         match = NOQA_INLINE.search(body)

@@ -40,8 +40,13 @@ __all__ = [
     "repeat_text",
 ]
 
-MESSAGE_LIMIT = 100
-"""The longest message a finding gets (flake8 and ruff users read one line)."""
+MESSAGE_LIMIT = 160
+"""The longest message a finding gets (flake8 and ruff users read one line), unless its callee's
+spelling would have to be cut below ``CALLEE_KEEP`` characters."""
+
+CALLEE_KEEP = 60
+"""A callee's spelling is never cut below this many characters, nor inside its last name or
+index (``self.cuda_graphs[...][self.current_microbatch]`` keeps ``[self.current_microbatch]``)."""
 
 UNRESOLVED = "unresolved"
 """How ``{callee}`` starts for a callee that could not be resolved."""
@@ -107,6 +112,9 @@ unresolved callee it is unsafe (applied only with `--unsafe-fixes`): a CUDA-grap
 one, requires a bool.
 """
 
+_SEE_TEM001 = "[TEM001](#tem001-untracked-flag) (`te-microbatch-lint rule TEM001`)"
+"""Where TEM002 and TEM003 point for the text they share with TEM001 (said once, there)."""
+
 RULES: dict[str, Rule] = {
     rule.code: rule
     for rule in (
@@ -114,8 +122,10 @@ RULES: dict[str, Rule] = {
             code="TEM001",
             name="untracked-flag",
             summary="Untracked is_first_microbatch passed by keyword to a TE module",
-            message="TEM001 untracked flag to {callee}: pass None or guard it",
-            unresolved_message="TEM001 untracked flag to {callee}: if TE, pass None or guard it",
+            message="TEM001 is_first_microbatch given to {callee} is not re-armed every step: "
+            "pass None or guard it",
+            unresolved_message="TEM001 is_first_microbatch given to {callee} is not re-armed "
+            "every step: if it is TE, pass None or guard it",
             fix="safe",
             fix_title="value -> `None` (or guarded)",
             explanation=f"""\
@@ -140,9 +150,9 @@ class Block(torch.nn.Module):
 
 **Unresolved callees.** A callee the analysis cannot resolve (the message says `unresolved`)
 may not be TE at all: a CUDA-graphed callable, for one, needs a bool, and `None` breaks
-it. So the message says "if TE", and the fix is unsafe. If it is not TE, or is tracked, silence
-it: `unresolved = "ignore"` (every unresolved callee), `# noqa: TEM001` on the line, or list the
-function that computes the flag in `tracked-functions`.
+it. So the message says "if it is TE", and the fix is unsafe. If it is not TE, or is tracked,
+silence it: `unresolved = "ignore"` (every unresolved callee), `# noqa: TEM001` on the line,
+or list the function that computes the flag in `tracked-functions`.
 
 **Fix.** {_FIX}""",
         ),
@@ -150,7 +160,8 @@ function that computes the flag in `tracked-functions`.
             code="TEM002",
             name="untracked-positional-flag",
             summary="Untracked is_first_microbatch passed positionally to a TE module",
-            message="TEM002 untracked positional flag to {callee}: pass None or guard it",
+            message="TEM002 is_first_microbatch given by position to {callee} is not re-armed "
+            "every step: pass None or guard it",
             fix="safe",
             fix_title="keyword `is_first_microbatch=None` (or guarded)",
             explanation=f"""\
@@ -161,7 +172,8 @@ only when the class is known (a positional argument of an unknown callee could b
 `MultiheadAttention` (5 in TE 1.13, 6 in 2.x) and `TransformerLayer` (8, then 10) moved theirs
 between releases, so their positional arguments are never taken for the flag.
 
-**Why.** {_RESUME}
+**Why, what counts as tracked, and the fix strategies:** as for {_SEE_TEM001}.
+
 **Example.**
 
 ```python
@@ -171,15 +183,16 @@ out = super().forward(x, m_splits, is_first_microbatch=None)
 ```
 
 **Fix.** The flag becomes the keyword `is_first_microbatch=None` when no positional argument
-follows it, else `None` in place. {_FIX}""",
+follows it, else `None` in place (or the guarded value, with `fix-strategy = "guard"`).""",
         ),
         Rule(
             code="TEM003",
             name="untracked-flag-in-kwargs",
             summary="Untracked is_first_microbatch reaches a TE module through **kwargs",
-            message="TEM003 untracked flag in **{mapping} to {callee}: store None or guard it",
-            unresolved_message="TEM003 untracked flag in **{mapping} to {callee}: "
-            "if TE, store None or guard it",
+            message="TEM003 is_first_microbatch stored in **{mapping} for {callee} is not "
+            "re-armed every step: store None or guard it",
+            unresolved_message="TEM003 is_first_microbatch stored in **{mapping} for {callee} is "
+            "not re-armed every step: if it is TE, store None or guard it",
             fix="safe",
             fix_title="stored value -> `None` (or guarded)",
             explanation=f"""\
@@ -188,7 +201,8 @@ same function: `{{"is_first_microbatch": v}}`, `dict(is_first_microbatch=v)`,
 `kwargs["is_first_microbatch"] = v` or `kwargs.update(is_first_microbatch=v)`. It is reported
 where the value is stored.
 
-**Why.** {_RESUME}
+**Why, what counts as tracked, and the fix strategies:** as for {_SEE_TEM001}.
+
 **Example.**
 
 ```python
@@ -198,13 +212,15 @@ return self.fc(x, **kwargs)
 kwargs = {{"is_first_microbatch": None}}
 ```
 
-**Fix.** The stored value becomes `None` (or the guarded value). {_FIX}""",
+**Fix.** The stored value becomes `None` (or the guarded value, with
+`fix-strategy = "guard"`); for an unresolved callee the fix is unsafe.""",
         ),
         Rule(
             code="TEM004",
             name="flag-rejected",
             summary="is_first_microbatch passed to a TE callable that does not accept it",
-            message="TEM004 is_first_microbatch rejected by {callee} (TypeError): remove it",
+            message="TEM004 is_first_microbatch is not a parameter of {callee} (TypeError at run "
+            "time): remove it",
             fix="none",
             fix_title="none",
             explanation="""\
@@ -235,8 +251,10 @@ the module call by hand.
             name="flag-to-repeated-module",
             summary="Non-None is_first_microbatch passed to a TE module called more than once "
             "per step",
-            message="TEM005 repeated call of {callee} ({why}): pass None",
-            unresolved_message="TEM005 repeated call of {callee} ({why}): if TE, pass None",
+            message="TEM005 is_first_microbatch given to {callee}, which runs more than once per "
+            "step ({why}): pass None",
+            unresolved_message="TEM005 is_first_microbatch given to {callee}, which runs more than "
+            "once per step ({why}): if it is TE, pass None",
             fix="safe",
             fix_title="value -> `None`",
             explanation="""\
@@ -266,6 +284,20 @@ through the outputs of both:
 - a loop whose body runs backward is a microbatch loop (each iteration is its own forward and
   backward) and is not reported; a loop that runs none, followed by a backward, is
   (`tem005_microbatch_loop.py`).
+
+**A repeated stateful TE wrapper.** A class whose method passes its own attribute to TE as the
+flag (`super().forward(x, is_first_microbatch=self.is_first_microbatch)`, a local computed
+from it as Megatron's `TELinear` does, or the attribute passed positionally) is a stateful TE
+wrapper: no flag appears where the
+module holding it is called. A call, in a module's code, of a module the class holds (`self.x`,
+`self.layers[0]`) that is or holds such a wrapper, through attributes, `ModuleList`s and
+classes of the file (and, in a CLI run over several files, TE subclasses of the other files),
+is TEM005 when it runs more than once per forward: in a loop that does not pick another module
+each time (also `self.layers[0 if repeated else i]`, directly or through a local), or twice in
+one function. It is reported at the first such call, with the chain from it to the wrapper as
+evidence, and no fix there: the fix (`None`) belongs in the wrapper
+(`tem005_stateful_wrapper.py`). Layers built from specs the analysis cannot follow (Megatron's
+`ModuleSpec`s) are not tied statically: the runtime monitor catches those.
 
 **Why.** Backward runs in reverse, so the first call's weight gradient is written last. When
 that call's flag is `True` (the first microbatch after a resume, or every step under FP8, where
@@ -312,11 +344,49 @@ def callee_text(
     return f"TE {te_class} `{shown}`"
 
 
+def last_part(spelling: str) -> int:
+    """Where the last name or index of ``spelling`` starts: ``[mb]`` of ``self.g[l][mb]``,
+    ``fc`` of ``self.fc``, ``proj)`` of ``checkpoint(self.a.proj)``, ``forward()`` of
+    ``super().forward()``."""
+    end = len(spelling)
+    if spelling.endswith(("]", ")")):
+        opening = "[" if spelling.endswith("]") else "("
+        depth = 0
+        for index in range(end - 1, -1, -1):
+            char = spelling[index]
+            depth += char in "])"
+            depth -= char in "[("
+            if depth == 0 and char == opening:
+                if opening == "(":  # a wrapper's call: the last part of its argument
+                    inner = spelling[index + 1 : end - 1]
+                    if inner:
+                        return index + 1 + last_part(inner)
+                    return last_part(spelling[:index]) if index else 0
+                return index
+        return 0
+    cut = max(spelling.rfind("."), spelling.rfind("]"), spelling.rfind(")"))
+    return cut + 1
+
+
+def shorten(spelling: str, keep: int) -> str:
+    """``spelling`` in about ``keep`` characters (never fewer than ``CALLEE_KEEP``): the start,
+    ``...``, and the last name or index whole."""
+    keep = max(keep, CALLEE_KEEP)
+    if len(spelling) <= keep:
+        return spelling
+    tail = spelling[last_part(spelling) :]
+    head = max(keep - len(tail) - 3, 12)
+    if head + 3 + len(tail) >= len(spelling):
+        return spelling
+    return spelling[:head] + "..." + tail
+
+
 def format_message(code: str, callee: str, **values: str) -> str:
     """A finding's message: the rule's template filled, at most ``MESSAGE_LIMIT`` characters.
 
     ``callee`` comes from ``callee_text``; ``values`` fill ``{guard}``, ``{mapping}`` and
-    ``{why}``. A spelling too long to fit is cut in the middle (``self.a.b...[mb]``).
+    ``{why}``. A spelling too long to fit is cut in the middle, never below ``CALLEE_KEEP``
+    characters nor inside its last name or index (``self.cuda_graphs[...][mb]``).
     """
     rule = RULES[code]
     unresolved = callee.startswith(UNRESOLVED + " ")
@@ -326,11 +396,8 @@ def format_message(code: str, callee: str, **values: str) -> str:
     start, end = callee.find("`") + 1, callee.rfind("`")
     if excess > 0 and 0 < start < end:
         spelling = callee[start:end]
-        keep = len(spelling) - excess - 3
-        if keep >= 8:
-            head = (keep + 1) // 2
-            cut = spelling[:head] + "..." + spelling[len(spelling) - (keep - head) :]
-            message = template.format(callee=callee[:start] + cut + callee[end:], **values)
+        cut = shorten(spelling, len(spelling) - excess)
+        message = template.format(callee=callee[:start] + cut + callee[end:], **values)
     return message
 
 

@@ -66,6 +66,8 @@ def guard_config_problem(value: object) -> str | None:
     """Why ``value`` is not a Python expression the guard call can take, or None."""
     if not isinstance(value, str) or not value.strip() or "\n" in value or "\r" in value:
         return f"guard-config must be a one-line Python expression, not {value!r}"
+    alone: ast.expr | None
+    call: ast.expr | None
     try:  # one expression, and the same one once written into `guard(CONFIG)`
         alone = ast.parse(value.strip(), mode="eval").body
         call = ast.parse(f"guard({value.strip()})", mode="eval").body
@@ -146,7 +148,8 @@ def _guard_config(key: str, value: object) -> str:
     problem = guard_config_problem(value)
     if problem:
         raise SettingsError(problem)
-    return value.strip()  # type: ignore[union-attr]
+    assert isinstance(value, str)  # guard_config_problem refused anything else
+    return value.strip()
 
 
 # ------------------------------------------------------------------------------ the option table
@@ -530,7 +533,8 @@ class ConfigResolver:
         self._by_folder: dict[str, Settings] = {}
         self._by_file: dict[Path | None, Settings] = {}
         if self.config is not None and not self.config.is_file():
-            raise SettingsError(f"{config}: configuration file does not exist")
+            what = "is not a regular file" if self.config.exists() else "does not exist"
+            raise SettingsError(f"{config}: configuration file {what}")
         # Fail at load, not on the first file: the flags, and an explicit file, are checked now.
         self._load(self.config if not isolated else None)
 

@@ -92,5 +92,8 @@ get_rng_state_tracker, tp_group, *args)``."""
 TE_CHECKPOINT_LEGACY_ARGS = 3
 """Positional arguments TE's checkpoint consumes itself in its legacy form."""
 
-PASS_THROUGH: frozenset[str] = frozenset({"torch.compile", "torch.jit.script"})
-"""Wrappers that return a callable module equivalent to their first argument."""
+PASS_THROUGH: frozenset[str] = frozenset(
+    {"torch.compile", "torch.jit.script", "copy.deepcopy", "copy.copy"}
+)
+"""Wrappers that return a callable module equivalent to their first argument (a copy of a
+module is a module of the same class)."""

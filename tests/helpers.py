@@ -6,6 +6,7 @@ import os
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -22,3 +23,25 @@ def te_lint_command() -> str:
 def cli() -> list[str]:
     """The command as an argv prefix."""
     return [te_lint_command()]
+
+
+def default_sigint() -> None:
+    """``preexec_fn`` for a child that must get Ctrl-C: a shell's background job (and so a test
+    run started with ``&``) starts with SIGINT ignored, which children inherit."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def without_notes(done: Any) -> Any:
+    """``done`` (a finished ``check``) with the evidence's ``  note:`` lines taken out of its
+    stdout: what is left is one flake8 line per finding (the notes: test_evidence_faces.py)."""
+    import re
+
+    plain = re.compile(r"\x1b\[[0-9;]*m")
+    done.stdout = "".join(
+        line
+        for line in done.stdout.splitlines(keepends=True)
+        if not plain.sub("", line).startswith("  note: ")
+    )
+    return done

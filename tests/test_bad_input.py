@@ -9,7 +9,6 @@ import os
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -136,7 +135,7 @@ def test_declared_latin1_round_trips_through_fix(tmp_path: Path) -> None:
     assert "TEM001" in checked.stdout and f":{GOOD_LINE + 2}:" in checked.stdout
 
     fixed = run("fix", path, cwd=tmp_path)
-    assert fixed.returncode in (0, 1), fixed.stderr
+    assert fixed.returncode == 0, fixed.stderr
     from lint_rules.fixing import fix_source
 
     expected = fix_source(text)
@@ -282,33 +281,28 @@ def test_directory_and_file_without_permission(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------------- big file
 
 
-def test_fifty_megabyte_file(tmp_path: Path) -> None:
-    """50 MB: a long module docstring, many small functions, the TE module at the end.
-    Linear time or close: both commands finish well inside the test's budget."""
+def test_large_file(tmp_path: Path) -> None:
+    """A few MB: a long module docstring, many small functions, the TE module at the end. The
+    finding is at the right line and ``fix`` changes only the flag (the time it takes on 50 MB is
+    measured by benchmarks/large_file.py, never asserted here)."""
     filler_line = "    value = other_function(argument, 12345)  # padding comment\n"
     functions = "".join(
-        f"def f{i}(argument):\n{filler_line * 3}    return value\n\n\n" for i in range(10_000)
+        f"def f{i}(argument):\n{filler_line * 3}    return value\n\n\n" for i in range(2_000)
     )
     doc_line = "Documentation line that goes on for a while, for padding purposes only.\n"
-    doc = '"""' + doc_line * ((50_000_000 - len(functions)) // len(doc_line)) + '"""\n\n\n'
+    doc = '"""' + doc_line * (2_000_000 // len(doc_line)) + '"""\n\n\n'
     text = doc + functions + GOOD
-    assert len(text) >= 50_000_000
     path = tmp_path / "huge.py"
     path.write_text(text)
     line = text.count("\n", 0, len(doc) + len(functions)) + GOOD_LINE
 
-    started = time.monotonic()
     checked = run("check", path, cwd=tmp_path, timeout=60)
-    check_s = time.monotonic() - started
     assert checked.returncode == 1, checked.stderr
     assert f":{line}:" in checked.stdout and "TEM001" in checked.stdout
 
-    started = time.monotonic()
     fixed = run("fix", path, cwd=tmp_path, timeout=60)
-    fix_s = time.monotonic() - started
-    assert fixed.returncode in (0, 1), fixed.stderr
+    assert fixed.returncode == 0, fixed.stderr
     data = path.read_bytes()
     assert len(data) == len(text) - len("self.flag") + len("None")
     assert data.endswith(fixed_good().encode())
     assert data[: len(doc)] == doc.encode()
-    assert check_s < 25 and fix_s < 25, f"check {check_s:.1f} s, fix {fix_s:.1f} s"

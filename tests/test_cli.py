@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import te_lint_command
+from helpers import te_lint_command, without_notes
 
 from lint_rules import __version__
 from lint_rules.analysis import analyze_source
@@ -32,7 +32,8 @@ command = te_lint_command
 
 
 def run(*args: str, cwd: Path, **kwargs) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    """The command; stdout without the evidence's ``note:`` lines (one line per finding)."""
+    done = subprocess.run(
         [command(), *args],
         cwd=cwd,
         capture_output=True,
@@ -41,6 +42,7 @@ def run(*args: str, cwd: Path, **kwargs) -> subprocess.CompletedProcess[str]:
         timeout=120,
         **kwargs,
     )
+    return without_notes(done)
 
 
 @pytest.fixture
@@ -139,7 +141,7 @@ def test_fixable_findings_are_marked_on_a_terminal_only(tree: Path) -> None:
         assert process.wait(timeout=60) == 1
     painted = b"".join(chunks).decode().replace("\r\n", "\n")
     assert "\x1b[1;31mTEM001\x1b[0m" in painted
-    shown = ANSI.sub("", painted).splitlines()
+    shown = [line for line in ANSI.sub("", painted).splitlines() if not line.startswith("  note:")]
     piped = run("check", "pkg", cwd=tree).stdout.splitlines()
     assert len(shown) == len(piped)
     flake8_line = re.compile(
@@ -185,8 +187,23 @@ def test_text_output_matches_flake8_plugin(tree: Path) -> None:
         text=True,
         encoding="utf-8",
     )
-    ours = run("check", "pkg", cwd=tree)
+    ours = run("check", "--output-format", "concise", "pkg", cwd=tree)
     assert sorted(ours.stdout.splitlines()) == sorted(flake8.stdout.splitlines())
+    assert "(`step == 0`" in flake8.stdout  # the evidence, on the finding's one line
+
+
+def test_full_text_puts_the_evidence_under_each_finding(tree: Path) -> None:
+    """The default text output: each finding's line as flake8 prints it without the evidence,
+    then one ``  note: PATH:LINE: step`` line per step (the evidence of the analysis)."""
+    done = subprocess.run(
+        [command(), "check", "pkg/model.py"], cwd=tree, capture_output=True, text=True
+    )
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("pkg/model.py:12:28: TEM001 is_first_microbatch given to")
+    assert lines[1].startswith("  note: pkg/model.py:12: ")
+    concise = run("check", "--output-format", "concise", "pkg/model.py", cwd=tree)
+    step = lines[1].split(": ", 2)[2]
+    assert concise.stdout.splitlines()[0] == f"{lines[0]} ({step} (:12))"
 
 
 def test_directory_argument_paths_are_joined_like_flake8(tree: Path) -> None:
@@ -318,7 +335,7 @@ def test_json_format(tree: Path) -> None:
     assert len(rows) == len(text)
     keys = {"path", "code", "message", "line", "column", "end_line", "end_column", "fixable"}
     keys |= {"applicability", "filename", "location", "end_location", "noqa_row", "url"}
-    keys |= {"fix", "evidence"}
+    keys |= {"fix", "evidence", "verdict"}
     for row, line in zip(rows, text):
         assert set(row) == keys
         # As in ruff: the message without the code, which has its own key.
@@ -729,11 +746,11 @@ def test_a_walk_skips_file_symlinks_out_of_the_tree(tree: Path) -> None:
     assert paths == {"pkg/model.py", "pkg/sub/unresolved.py"}
     assert "pkg/vendored.py: note: skipped: symlink to a file outside pkg\n" in result.stderr
     fixed = run("fix", "pkg", cwd=tree)
-    assert fixed.returncode in (0, 1), fixed.stderr
+    assert fixed.returncode == 1, fixed.stderr
     assert "vendored" not in fixed.stdout
     assert outside.read_bytes() == before and (tree / "pkg" / "vendored.py").is_symlink()
     named = run("fix", "pkg/vendored.py", cwd=tree)
-    assert named.returncode in (0, 1), named.stderr
+    assert named.returncode == 1, named.stderr
     assert outside.read_bytes() != before and (tree / "pkg" / "vendored.py").is_symlink()
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -145,7 +146,7 @@ def test_explain_prints_the_findings_at_a_line(tree: Path, capsys) -> None:
     assert main(["explain", "pkg/model.py:12"]) == 1
     out = capsys.readouterr().out
     assert out.startswith("pkg/model.py:12:28: TEM001 ")
-    assert f"(project checked: {tree})" in out
+    assert "(project checked: .)" in out  # the root, as the cwd names it
     assert main(["explain", "pkg/model.py:3"]) == 0
     assert "no finding on this line" in capsys.readouterr().out
     assert main(["explain", "pkg/model.py"]) == 2
@@ -157,7 +158,8 @@ def test_fix_remaining_is_what_check_then_reports(tree: Path, capsys) -> None:
     summary = err.strip().splitlines()[-1]
     remaining = int(summary.split(" remaining")[0].rsplit(" ", 1)[1])
     assert main(["check", "--no-cache", "pkg"]) == (1 if remaining else 0)
-    reported = capsys.readouterr().out.count("\n")
+    out = capsys.readouterr().out
+    reported = sum(1 for line in out.splitlines() if not line.startswith("  note: "))
     assert remaining == reported
     assert status == (1 if remaining else 0)
 
@@ -169,3 +171,53 @@ def test_no_color_env_is_respected_in_process(tree: Path, capsys, monkeypatch) -
     monkeypatch.setenv("NO_COLOR", "1")
     assert main(["check", "pkg"]) == 1
     assert "\x1b[" not in capsys.readouterr().out
+
+
+def test_the_hint_counts_what_fix_applies(tmp_path: Path, monkeypatch, capsys) -> None:
+    """A fix that a `# noqa` on a line it spans would stop is not counted as fixable: the hint,
+    JSON's ``fixable`` and ``fix``'s "N fixed" agree."""
+    import json
+
+    catalogue = Path(__file__).resolve().parent.parent / "fixtures" / "catalogue"
+    shutil.copy(catalogue / "flake8_noqa_spanned_line.py", tmp_path / "case.py")
+    monkeypatch.chdir(tmp_path)
+    assert main(["check", "--isolated", "--no-cache", "case.py"]) == 1
+    hint = capsys.readouterr().err.strip().splitlines()[-1]
+    assert main(["check", "--isolated", "--no-cache", "--format", "json", "case.py"]) == 1
+    rows = json.loads(capsys.readouterr().out)
+    main(["fix", "--isolated", "case.py"])
+    summary = capsys.readouterr().err.strip().splitlines()[-1]
+    fixed = int(summary.split(" fixed")[0])
+    assert hint.startswith(f"[*] {fixed} fixable")
+    assert sum(row["fixable"] for row in rows) == fixed
+    shutil.copy(catalogue / "flake8_noqa_spanned_line.py", tmp_path / "case.py")
+    main(["check", "--isolated", "--no-cache", "--statistics", "--format", "json", "case.py"])
+    stats = json.loads(capsys.readouterr().out)
+    assert sum(row["fixable"] for row in stats) == fixed
+
+
+def test_realcode_runs_are_out_of_the_quick_tier() -> None:
+    """``pytest -m "not slow"`` (the README's quick tier) leaves out the ``realcode`` runs,
+    which CI's full run keeps."""
+    project = Path(__file__).resolve().parent.parent
+    assert 'python -m pytest -m "not slow"' in (project / "README.md").read_text("utf-8")
+    listed = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--collect-only",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-m",
+            "not slow",
+            "tests/test_real_code.py",
+        ],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert "test_megatron_core_flake8_plugin" not in listed.stdout
+    assert "test_megatron_core_check_json" in listed.stdout

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import default_sigint
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -47,7 +48,12 @@ sys.exit(main(["fix", "--jobs", "1", "--isolated", "."]))
 
 def python(script: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-c", script], cwd=cwd, capture_output=True, text=True, timeout=60
+        [sys.executable, "-c", script],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        preexec_fn=default_sigint,
     )
 
 

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import te_lint_command
+from helpers import te_lint_command, without_notes
 
 import lint_rules.cli.running as running
 from lint_rules.cli import main
@@ -30,7 +30,7 @@ def run(*args: str, cwd: Path, stdin: bytes | None = None) -> subprocess.Complet
     )
     result.stdout = result.stdout.decode("utf-8")
     result.stderr = result.stderr.decode("utf-8")
-    return result
+    return without_notes(result)  # one line per finding
 
 
 def files_of(result: subprocess.CompletedProcess[str]) -> set[str]:

@@ -15,7 +15,7 @@ from libcst.codemod import CodemodContext
 from lint_rules.codemod import TEMicrobatchCodemod
 
 SAMPLE = Path(__file__).resolve().parent.parent / "fixtures" / "cli" / "project"
-COMMAND = "lint_rules.codemod.TEMicrobatchCodemod"
+COMMAND = "te_microbatch_lint.codemod.TEMicrobatchCodemod"
 GLOBAL_MODULE = """\
 import transformer_engine.pytorch as te
 

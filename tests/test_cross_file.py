@@ -3,6 +3,8 @@
 ``fixtures/project/pkg`` is a small package: ``layers.py`` defines TE subclasses and factories,
 ``model.py`` imports them (absolutely, relatively, through the module; ``star.py`` with ``*``),
 ``sub/blocks.py`` subclasses one two directories away and ``sub/stack.py`` uses that subclass.
+``stateful.py`` defines a stateful TE wrapper (it passes its own attribute as the flag) and
+``sub/mtp.py`` calls a module holding one once per depth (TEM005 only with both files).
 The inline
 markers are the findings of ``check`` on the whole directory; a file checked alone (or by
 flake8, which sees one file at a time) keeps today's answers: the keyword calls unresolved,
@@ -58,6 +60,7 @@ ALONE = {
     "model.py": {(28, 27, "TEM001"), (40, 32, "TEM001"), (49, 30, "TEM001")},
     "stack.py": {(18, 34, "TEM001"), (18, 34, "TEM005")},
     "star.py": {(17, 18, "TEM001")},
+    "stateful.py": {(14, 34, "TEM001")},
 }
 """Each file checked by itself: the keyword calls of imported classes unresolved (reported,
 as every unresolved callee), positional flags not looked for (no TE import)."""
@@ -73,6 +76,7 @@ def test_the_directory_resolves_across_its_files(capsys: pytest.CaptureFixture[s
     assert "TE BiasLinear `super().forward`" in messages[("blocks.py", 9, "TEM002")]
     assert "TE ScaledLinear `self.layer`" in messages[("stack.py", 18, "TEM001")]
     assert "TE Scaled `scaled`" in messages[("star.py", 16, "TEM002")]
+    assert "via StatefulLinear" in messages[("mtp.py", 19, "TEM005")]
     assert "TE MyLinear `fc`" in messages[("star.py", 17, "TEM001")]
 
 
@@ -87,7 +91,8 @@ def test_one_file_alone_keeps_todays_answers(
 ) -> None:
     found, messages = check(capsys, "--no-cache", str(path))
     assert found.get(str(path), set()) == ALONE.get(path.name, set())
-    assert all("unresolved `" in message for message in messages.values())
+    if path.name != "stateful.py":  # it calls its own TE base: resolved alone too
+        assert all("unresolved `" in message for message in messages.values())
 
 
 def test_flake8_sees_one_file_at_a_time() -> None:
@@ -136,12 +141,13 @@ def test_cache_is_invalidated_by_the_file_a_result_used(
     del parsed[:]
     first, _ = check(capsys, *cache)
     assert first == {str(project / k): v for k, v in relative_markers().items()}
-    # Five files pass the prefilter; layers.py imports TE and is analysed first, so model.py,
-    # blocks.py and star.py see its exports the first time; stack.py imports the subclass
-    # blocks.py then exports (parsed again with it).
-    assert len(parsed) == 5 + 1
+    # Seven files pass the prefilter; layers.py and stateful.py import TE and are analysed
+    # first, so model.py, blocks.py and star.py see layers.py's exports, and sub/mtp.py
+    # stateful.py's, the first time; stack.py imports the subclass blocks.py then exports
+    # (parsed again with it).
+    assert len(parsed) == 7 + 1
     again, _ = check(capsys, *cache)
-    assert again == first and len(parsed) == 6  # the second run parsed nothing
+    assert again == first and len(parsed) == 8  # the second run parsed nothing
     # BiasLinear now takes the flag second: model.py's results change, though it did not.
     layers = project / "pkg" / "layers.py"
     layers.write_text(

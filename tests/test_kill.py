@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import cli
+from helpers import cli, default_sigint
 
 N_FILES = 300
 TEMP_RE = re.compile(r"^\..+\.tmp$")
@@ -133,6 +133,7 @@ def interrupted_fix(tmp_path: Path, sig: signal.Signals) -> tuple[Path, dict[str
         stderr=log,
         env=slow_env(tmp_path, 0.01),
         start_new_session=True,  # its own process group: the workers get the signal too
+        preexec_fn=default_sigint,
     )
     deadline = time.monotonic() + 60
     changed = 0
@@ -232,6 +233,7 @@ def signal_mid_write(tmp_path: Path, sig: signal.Signals, mode: str) -> tuple[in
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=default_sigint,
     )
     assert child.stdout is not None
     assert child.stdout.readline().strip() == "in-write"

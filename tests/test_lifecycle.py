@@ -46,5 +46,7 @@ def test_one_file_alone_says_the_project_is_not_seen() -> None:
         text = (CASES / case / "model" / "layers.py").read_text()
         (finding,) = analyze_source(text)
         assert finding.verdict == "stale"
-        assert "not seen here" in finding.evidence[-1].message
-        assert "te-microbatch-lint check ." in finding.evidence[-1].message
+        # said first, so that a one-line face (flake8) shows it, and the fix waits for the user
+        assert "not seen here" in finding.evidence[1].message
+        assert "te-microbatch-lint check ." in finding.evidence[1].message
+        assert finding.fix is not None and finding.fix.applicability == "unsafe"

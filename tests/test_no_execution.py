@@ -80,11 +80,11 @@ def test_check_and_fix_never_execute_the_code(sandbox: tuple[Path, dict[str, str
         timeout=120,
     )
     assert flake8.returncode == 1 and "TEM001" in flake8.stdout, (flake8.stdout, flake8.stderr)
-    assert run("fix", "--diff", ".").returncode in (0, 1)
+    assert run("fix", "--diff", ".").returncode == 1
     assert run("fix", "--check", ".").returncode == 1
     assert model.read_text() == original
     fixed = run("fix", "--unsafe-fixes", "--jobs", "2", ".")  # a call in a value: unsafe
-    assert fixed.returncode in (0, 1), fixed.stderr
+    assert fixed.returncode == 0, fixed.stderr
     assert model.read_text() != original  # it was rewritten ...
     assert run("check", ".").returncode == 0
     assert executed(project.parent) == []  # ... and never run

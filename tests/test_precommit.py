@@ -181,3 +181,55 @@ def test_try_repo(
         assert "files were modified by this hook" in done.stdout
         text = (consumer / "pkg/model.py").read_text(encoding="utf-8")
         assert "is_first_microbatch=None" in text
+
+
+def readme_snippet() -> str:
+    """The README's pre-commit configuration, as a user copies it."""
+    import re
+
+    text = (PROJECT / "README.md").read_text(encoding="utf-8")
+    return re.search(r"\*\*2\. pre-commit hooks\*\*.*?```yaml\n(.*?)```", text, re.S)[1]
+
+
+def test_readme_snippet_pins_the_release_tag_and_runs_only_the_check_hook() -> None:
+    from lint_rules import __version__
+
+    snippet = readme_snippet()
+    assert f"rev: v{__version__} " in snippet
+    active = [
+        line.split("id:")[1].split()[0]
+        for line in snippet.splitlines()
+        if line.strip().startswith("- id:")
+    ]
+    assert active == ["te-microbatch-lint"]  # the fix hook is opt-in, commented out
+    readme = (PROJECT / "README.md").read_text(encoding="utf-8")
+    assert "pre-commit autoupdate" in readme and f"git tag v{__version__}" in readme
+    changelog = (PROJECT / "CHANGELOG.md").read_text(encoding="utf-8")
+    assert f"## {__version__}\n" in changelog
+
+
+def test_readme_snippet_runs_as_written(
+    pre_commit: list[str], hook_repo: tuple[Path, str], tmp_path: Path, cache: Path
+) -> None:
+    """The snippet as written, against a clone that has the tag the README tells users to
+    create: the check hook runs, reports, and no file is rewritten."""
+    from lint_rules import __version__
+
+    repo_path, _ = hook_repo
+    clone = tmp_path / "clone"
+    git("clone", "-q", str(repo_path), str(clone), cwd=tmp_path)
+    git("tag", f"v{__version__}", cwd=clone)  # README: "create the one you pin"
+    root = tmp_path / "consumer"
+    shutil.copytree(SAMPLE, root)
+    (root / "pyproject.toml").write_text(CONSUMER_CONFIG)
+    snippet = readme_snippet().replace("https://YOUR-GIT-SERVER/te-microbatch-lint", str(clone))
+    (root / ".pre-commit-config.yaml").write_text(snippet)
+    git("init", "-q", cwd=root)
+    git("add", "-A", cwd=root)
+    before = {p: p.read_bytes() for p in root.rglob("*.py")}
+    env = {**os.environ, **GIT_ENV, "PRE_COMMIT_HOME": str(cache), "PRE_COMMIT_COLOR": "never"}
+    done = sh(*pre_commit, "run", "--all-files", cwd=root, env=env, timeout=600)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "pkg/model.py:12:" in done.stdout and "TEM001" in done.stdout
+    assert "files were modified" not in done.stdout
+    assert {p: p.read_bytes() for p in root.rglob("*.py")} == before

@@ -180,6 +180,7 @@ def test_corpus_versions(megatron_core: Path, transformer_engine: Path) -> None:
 # ------------------------------------------------------------------------------ megatron-core
 
 
+@pytest.mark.realcode
 def test_megatron_core_flake8_plugin(megatron_core: Path) -> None:
     rc, found, err = flake8_findings(megatron_core, "megatron")
     assert found == MEGATRON_EXPECTED, err
@@ -192,6 +193,7 @@ def test_megatron_core_check_json(megatron_core: Path) -> None:
     assert rc == 1
 
 
+@pytest.mark.realcode
 def test_megatron_core_check_parallel_is_identical(megatron_core: Path) -> None:
     outputs = set()
     for jobs in ("1", "2", "1"):
@@ -211,6 +213,7 @@ def test_transformer_engine_check_clean(transformer_engine: Path, path: str) -> 
     assert rc == 0, err
 
 
+@pytest.mark.realcode
 def test_transformer_engine_flake8_plugin_clean(transformer_engine: Path) -> None:
     # The whole package (transformer_engine/pytorch included): one flake8 run.
     rc, found, err = flake8_findings(transformer_engine, "transformer_engine")
@@ -221,6 +224,7 @@ def test_transformer_engine_flake8_plugin_clean(transformer_engine: Path) -> Non
 # ---------------------------------------------------------------- fix on a copy (issue 3)
 
 
+@pytest.mark.realcode
 def test_megatron_core_fix_none_strategy(megatron_copy: Path) -> None:
     before = snapshot(megatron_copy)
     flakes = pyflakes(megatron_copy, TE_EXTENSIONS)
@@ -252,6 +256,7 @@ def test_megatron_core_fix_none_strategy(megatron_copy: Path) -> None:
     assert snapshot(megatron_copy) == after, "a second fix changed something"
 
 
+@pytest.mark.realcode
 def test_megatron_core_fix_guard_strategy(megatron_copy: Path) -> None:
     before = snapshot(megatron_copy)
     flakes = pyflakes(megatron_copy, TE_EXTENSIONS)

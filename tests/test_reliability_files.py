@@ -146,3 +146,28 @@ def test_thousands_of_findings_in_one_file_are_all_fixed() -> None:
     assert len(result.applied) == 3000
     assert result.text.count("is_first_microbatch=None") == 3000
     assert result.text.replace("is_first_microbatch=None", "is_first_microbatch=self.flag") == text
+
+
+def test_a_file_in_a_read_only_directory_is_refused(module: Path) -> None:
+    """The rename writes the directory: a 0555 directory is protected like a 0444 file, also
+    when root runs the fix (root could write it)."""
+    os.chmod(module.parent, 0o555)
+    try:
+        assert main(["fix", "--no-cache", str(module)]) == 2
+    finally:
+        os.chmod(module.parent, 0o755)
+    assert module.read_text() == MODULE
+
+
+def test_an_idna_file_that_cannot_be_written_back_is_one_line(
+    module: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """idna fails on a line over 63 characters when encoding: refused, never an internal
+    error."""
+    raw = b"# -*- coding: idna -*-\n" + MODULE.encode() + b"# " + b"y" * 80 + b"\n"
+    module.write_bytes(raw)
+    assert main(["fix", "--no-cache", "m.py"]) == 2
+    assert module.read_bytes() == raw
+    err = capsys.readouterr().err
+    assert "m.py: error: its encoding idna does not give back the bytes" in err
+    assert "internal error" not in err

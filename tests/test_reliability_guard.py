@@ -225,3 +225,34 @@ def test_fix_twice_changes_nothing_with_the_optional_block() -> None:
         )
         == 1
     )
+
+
+def test_verification_refuses_lost_comments_and_bytes_that_do_not_parse() -> None:
+    from lint_rules.fixing import verify_fixed
+
+    verify_fixed("x = 1  # c\n", "x = None  # c\n")
+    with pytest.raises(FixError, match="lose a comment"):
+        verify_fixed("x = 1  # c\n# d\n", "x = 1  # c\n")
+    moved = "import m\n# -*- coding: latin-1 -*-\ns = 'caf\xe9'\n"
+    verify_fixed(moved, moved)  # as text it parses
+    with pytest.raises(FixError, match="does not parse"):
+        verify_fixed(moved, moved, "latin-1")  # as the bytes written, the cookie is not read
+
+
+def test_fix_never_says_fixed_for_a_result_it_would_break(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Whatever goes wrong in the fixer, a result that fails the re-check is not written."""
+    import lint_rules.fixing as fixing
+
+    path = tmp_path / "m.py"
+    path.write_text(M + "# keep me\n")
+    monkeypatch.setattr(
+        fixing, "add_guard_import", lambda text, dotted: text[: -len("# keep me\n")]
+    )
+    assert main(["fix", "--no-cache", "--fix-strategy", "guard", str(path)]) == 2
+    assert path.read_text() == M + "# keep me\n"
+    err = capsys.readouterr().err
+    assert (
+        "error: not fixed: the fixed text would lose a comment" in err and "fixed m.py" not in err
+    )

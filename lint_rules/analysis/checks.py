@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 from lint_rules.analysis import prefilter
 from lint_rules.analysis.lifecycle import Verdict
 from lint_rules.analysis.resolve import Callee, TEModule, TERejects, Unresolved
+from lint_rules.analysis.stateful import constant_index
 from lint_rules.analysis.symbols import (
     Branch,
     Scope,
@@ -25,7 +26,7 @@ from lint_rules.analysis.symbols import (
     stores_flag,
 )
 from lint_rules.analysis.walk import COMPREHENSIONS, Context, Walker, exclusive
-from lint_rules.findings import Fix
+from lint_rules.findings import Evidence, Fix
 from lint_rules.rules import callee_text, repeat_text
 from lint_rules.te import FLAG, FLAG_POSITION, FORWARDERS
 
@@ -134,7 +135,7 @@ def check_call(a: Analysis, call: ast.Call, ctx: Context) -> None:
         value = call.args[index]
     repeated = None
     if value is not None and not is_none(value):
-        repeated = repeat_reason(a, call, ctx)
+        repeated = repeat_reason(a, call, ctx, callee)
     guarded = a.tracker.branches_guarded(ctx.branches, scope)
     node = keyword if keyword is not None else value
     site = FlagCall(call, ctx, scope, callee, guarded, keyword, index, value, node, repeated)
@@ -148,7 +149,7 @@ def check_call(a: Analysis, call: ast.Call, ctx: Context) -> None:
         return
     tem005_in_loop(a, site)
     if ctx.scope is not None and scope is not None:
-        key = dotted(call.func) or ast.dump(call.func)
+        key = call_key(call)
         entry = CallSite(key, node, ctx.exclusive_path, site)
         a.sites.setdefault(id(ctx.scope[0]), []).append(entry)
 
@@ -171,6 +172,7 @@ def tem001_keyword(a: Analysis, site: FlagCall) -> None:
     """TEM001: ``is_first_microbatch=<value>`` to a TE module, value neither None nor tracked."""
     assert site.keyword is not None
     value = site.keyword.value
+    a.forwarders.note(value, site.scope, site.target, site.call.lineno)
     if site.guarded or a.tracker.is_tracked(value, site.scope, loops=site.ctx.loops):
         return
     judgement = a.lifecycle.judge(value, site.scope, site.ctx)
@@ -183,6 +185,7 @@ def tem001_keyword(a: Analysis, site: FlagCall) -> None:
 def tem002_positional(a: Analysis, site: FlagCall) -> None:
     """TEM002: the flag passed positionally to a TE module of known class, not tracked."""
     assert site.index is not None and site.value is not None
+    a.forwarders.note(site.value, site.scope, site.target, site.call.lineno)
     if site.guarded or a.tracker.is_tracked(site.value, site.scope, loops=site.ctx.loops):
         return
     judgement = a.lifecycle.judge(site.value, site.scope, site.ctx)
@@ -290,7 +293,15 @@ def shared_fix(a: Analysis, site: FlagCall) -> Fix | None:
 def tem005_in_loop(a: Analysis, site: FlagCall) -> None:
     """TEM005: a non-None flag to a TE module that a loop calls more than once per forward."""
     if site.repeated and site.node is not None:
-        a.report("TEM005", site.node, site.target, shared_fix(a, site), why=site.repeated)
+        a.report(
+            "TEM005",
+            site.node,
+            site.target,
+            shared_fix(a, site),
+            why=site.repeated,
+            evidence=(Evidence(f"the call runs more than once per forward ({site.repeated})"),),
+            verdict="repeated",
+        )
         a.reported_shared.add(id(site.node))
 
 
@@ -322,7 +333,16 @@ def tem005_called_twice(a: Analysis) -> None:
             line = flag_lines[id(flagged[0])] if flagged else others[0].lineno
             why = f"also at line {line}"
             fix = shared_fix(a, site.call)
-            a.report("TEM005", site.flag_node, site.call.target, fix, why=why)
+            step = Evidence("the same module is called here too", line)
+            a.report(
+                "TEM005",
+                site.flag_node,
+                site.call.target,
+                fix,
+                why=why,
+                evidence=(step,),
+                verdict="repeated",
+            )
 
 
 def _may_repeat(a: Analysis, sites: list[CallSite]) -> bool:
@@ -366,7 +386,7 @@ def _calls_by_key(
     def on_call(call: ast.Call, ctx: Context) -> None:
         if ctx.scope is None or ctx.scope[0] is not function:
             return
-        key = dotted(call.func) or ast.dump(call.func)
+        key = call_key(call)
         if key in keys:
             found.setdefault(key, []).append((call, ctx.exclusive_path))
 
@@ -379,14 +399,29 @@ def _calls_by_key(
     return found
 
 
-def repeat_reason(a: Analysis, call: ast.Call, ctx: Context) -> str | None:
-    """Why this call may run more than once per forward (a loop over a fixed module)."""
+def call_key(call: ast.Call) -> str:
+    """The module a call runs, as spelled: its function, or for a wrapper that forwards the
+    call (``checkpoint(self.fc, x, ...)``) the wrapper's first argument."""
+    func = call.func
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    if name in _FORWARDER_NAMES and call.args:
+        func = call.args[0]
+    return dotted(func) or ast.dump(func)
+
+
+def repeat_reason(
+    a: Analysis, call: ast.Call, ctx: Context, callee: Callee | None = None
+) -> str | None:
+    """Why this call may run more than once per forward (a loop over a fixed module). Through a
+    wrapper (``checkpoint(self.layers[i], ...)``) the module is the wrapper's first argument."""
     if not ctx.loops:
         return None
-    used = {n.id for n in ast.walk(call.func) if isinstance(n, ast.Name)}
+    via = getattr(callee, "via", "") if callee is not None else ""
+    func = call.args[0] if via and call.args else call.func
+    used = {n.id for n in ast.walk(func) if isinstance(n, ast.Name)}
     for loop in reversed(ctx.loops):
         bound, runs_backward = a.loop_facts(loop)
-        if used & bound:
+        if used & bound and not constant_index(func, ctx):
             return None
         if runs_backward or not a.gradients.loop_loses(call, ctx, loop):
             return None

@@ -9,9 +9,10 @@ method (calling it is not a TE call; its result is what it returns).
 from __future__ import annotations
 
 import ast
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from lint_rules.analysis.kinds import NOT_TE, UNKNOWN, Kind, join, unknown
+from lint_rules.analysis.kinds import NOT_TE, UNKNOWN, Kind, Tag, join, unknown
 from lint_rules.te import FLAG, TE_ROOT
 
 if TYPE_CHECKING:
@@ -42,7 +43,7 @@ class Classes:
                 found.append(current)
                 for base in current.bases:
                     kind = self.resolver.resolve(base, None)
-                    if kind.tag == "class" and isinstance(kind.node, ast.ClassDef):
+                    if kind.tag is Tag.CLASS and isinstance(kind.node, ast.ClassDef):
                         pending.append(kind.node)
         return found
 
@@ -50,15 +51,15 @@ class Classes:
         """What the lineage's bases that are not in-file classes resolve to."""
         resolve = self.resolver.resolve
         kinds = (resolve(base, None) for cls in self.lineage(node) for base in cls.bases)
-        return [kind for kind in kinds if kind.tag != "class"]
+        return [kind for kind in kinds if kind.tag is not Tag.CLASS]
 
     def te_base(self, node: ast.ClassDef) -> str | None:
         """The TE module class this in-file class derives from, if any (also through a TE
         subclass of another file of the run, ``project``)."""
         for kind in self.outside_bases(node):
-            if kind.tag == "te_class":
+            if kind.tag is Tag.TE_CLASS:
                 return kind.name
-            if kind.tag == "project_class":
+            if kind.tag is Tag.PROJECT_CLASS:
                 return self.resolver.project.te_base(kind.name)  # type: ignore[union-attr]
         return None
 
@@ -70,19 +71,19 @@ class Classes:
         for cls in lineage:
             for base in cls.bases:
                 kind = self.resolver.resolve(base, None)
-                if kind.tag == "te_class":
+                if kind.tag is Tag.TE_CLASS:
                     return None
-                if kind.tag == "project_class":
+                if kind.tag is Tag.PROJECT_CLASS:
                     return kind
         return None
 
     def foreign_base(self, node: ast.ClassDef) -> str | None:
         """A base imported from a module we cannot see (maybe a TE subclass), if any."""
         for kind in self.outside_bases(node):
-            if kind.tag == "unknown":
+            if kind.tag is Tag.UNKNOWN:
                 return "a base that is not resolved"
             if (
-                kind.tag == "qualname"
+                kind.tag is Tag.QUALNAME
                 and not kind.name.startswith(_NON_TE_BASE_PREFIXES)
                 and not kind.name.startswith(TE_ROOT + ".")
             ):
@@ -118,14 +119,16 @@ class Classes:
             if through == "super":
                 continue  # `forward(self, *args, **kwargs)` hands everything to the next one
             if through:
-                return Kind("te_instance", through, node=node)  # `te.Linear.forward(self, ...)`
+                return Kind(Tag.TE_INSTANCE, through, node=node)  # `te.Linear.forward(self, ...)`
             index, accepts = flag_parameter(method)
             takes = keyword_only_takes(method)
-            return Kind("te_instance", "", node=node, index=index, rejects=not accepts, takes=takes)
+            return Kind(
+                Tag.TE_INSTANCE, "", node=node, index=index, rejects=not accepts, takes=takes
+            )
         base = self.project_base(lineage if bases_of is None else bases_of)
         if base is not None:
             return self.resolver.project.instance(base.name, node)  # type: ignore[union-attr]
-        return Kind("te_instance", te, node=node)
+        return Kind(Tag.TE_INSTANCE, te, node=node)
 
     def passes_through(self, method: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
         """``"super"`` when ``method`` is only ``return super().forward(p.., *args, **kwargs)``
@@ -157,7 +160,7 @@ class Classes:
             through, names = "super", names[1:]  # `self` is bound by super()
         else:
             kind = self.resolver.resolve(owner, None)
-            if kind.tag == "te_class":
+            if kind.tag is Tag.TE_CLASS:
                 through = kind.name
         if through is None or len(passed) != len(names) + 1:
             return None
@@ -176,14 +179,14 @@ class Classes:
         foreign = self.foreign_base(node)
         if foreign:
             return unknown(f"an instance of `{node.name}`, which has {foreign}")
-        return Kind("local_instance", node.name, node=node)
+        return Kind(Tag.LOCAL_INSTANCE, node.name, node=node)
 
     def class_attribute(self, node: ast.ClassDef, attr: str) -> Kind:
         """``Cls.attr`` on an in-file class."""
         if attr == "forward":
             te = self.te_base(node)
             if te and not self.defines(node, "forward"):
-                return Kind("unbound", te)
+                return Kind(Tag.UNBOUND, te)
             if self.foreign_base(node) and not self.defines(node, "forward"):
                 return unknown(f"`{node.name}.forward` comes from a base outside the file")
         for owner in self.lineage(node):
@@ -191,7 +194,7 @@ class Classes:
             if method is not None and _decorated(method, _CLASS_LEVEL):
                 # `Utils.create_layer(kind)`: a static or class method, called on the class,
                 # gives what its `return` statements give (a factory of TE modules is TE)
-                return Kind("method", attr, node=method, owner=owner)
+                return Kind(Tag.METHOD, attr, node=method, owner=owner)
         return NOT_TE if self.defines(node, attr) else UNKNOWN
 
     def self_attribute(self, cls: ast.ClassDef, attr: str) -> Kind:
@@ -206,7 +209,7 @@ class Classes:
             if attr in info.properties:
                 return resolver.returns(info.methods[attr], None, owner)
             if attr in info.methods:
-                return Kind("method", attr, node=info.methods[attr], owner=owner)
+                return Kind(Tag.METHOD, attr, node=info.methods[attr], owner=owner)
             kinds = [
                 resolver.resolve(value, self.symbols.scope(method, None, owner))
                 for value, method in info.attributes.get(attr, [])
@@ -218,24 +221,24 @@ class Classes:
                 kinds.append(self._added(owner, added))
             if attr in info.annotations:  # a declared type says what any value is
                 declared = resolver.instance_of(resolver.annotation(info.annotations[attr]))
-                if declared.tag != "unknown" or not kinds:
+                if declared.tag is not Tag.UNKNOWN or not kinds:
                     return declared
             if kinds:
                 return join(kinds)
         if attr == "forward":
             te = self.te_base(cls)
             if te:
-                return Kind("te_instance", te, node=cls)
+                return Kind(Tag.TE_INSTANCE, te, node=cls)
         return unknown(f"`{attr}` is not set in the class")
 
-    def _added(self, owner: ast.ClassDef, added: list[tuple[str, ast.expr, ast.AST]]) -> Kind:
+    def _added(self, owner: ast.ClassDef, added: Sequence[tuple[str, ast.expr, ast.AST]]) -> Kind:
         resolver = self.resolver
         elements = []
         for how, value, method in added:
             scope = self.symbols.scope(method, None, owner)  # type: ignore[arg-type]
             kind = resolver.resolve(value, scope)
             elements.append(kind if how == "item" else resolver.element_of(kind))
-        return Kind("container", element=join(elements))
+        return Kind(Tag.CONTAINER, element=join(elements))
 
     def super_kind(self, cls: ast.ClassDef) -> Kind:
         """``super()`` (its ``forward``) inside ``cls``."""

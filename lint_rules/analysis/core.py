@@ -11,11 +11,13 @@ from dataclasses import replace
 from lint_rules.analysis import checks, prefilter
 from lint_rules.analysis.facts import collect
 from lint_rules.analysis.fixes import FixBuilder, NoFixes
+from lint_rules.analysis.forwarders import Forwarders
 from lint_rules.analysis.gradient import Gradients
 from lint_rules.analysis.lifecycle import Judgement, Lifecycle
 from lint_rules.analysis.prefilter import state_lines, te_file
 from lint_rules.analysis.project import Project
 from lint_rules.analysis.resolve import Resolver
+from lint_rules.analysis.stateful import StatefulCheck
 from lint_rules.analysis.symbols import ModuleSymbols, Scope
 from lint_rules.analysis.tracking import Tracker
 from lint_rules.analysis.walk import (
@@ -29,7 +31,7 @@ from lint_rules.analysis.walk import (
 from lint_rules.findings import Evidence, Finding, Fix, ast_lines
 from lint_rules.rules import format_message
 from lint_rules.settings import Settings
-from lint_rules.te import TE_ROOT
+from lint_rules.te import FLAG, TE_ROOT
 
 
 class Analysis:
@@ -89,7 +91,8 @@ class Analysis:
         self.gradients = Gradients(self.resolver, self.tree)
         self.tracker = Tracker(self.symbols, guards, settings.tracked_functions)
         run = self.project.lifecycle if self.project is not None else None
-        self.lifecycle = Lifecycle(self.tree, run)
+        self.lifecycle = Lifecycle(self.tree, run, self.source)
+        self.forwarders = Forwarders()
         self.fixes: FixBuilder | NoFixes = (
             FixBuilder(
                 self.symbols, settings, self.source, self.resolver.classes, self.tree, self._lines
@@ -110,7 +113,11 @@ class Analysis:
             positional = None if self.mentions_te else positional
         walker = Walker(self._on_call, marks, positional)
         walker.walk_body(self.tree.body, MODULE_CONTEXT)
+        if not self._pending:
+            self.forwarders.finish(self)
         checks.tem005_called_twice(self)
+        if not self._pending and (self.source is None or FLAG in self.source):
+            StatefulCheck(self).run()
         self._share_fixes()
         self.findings.sort(key=lambda f: f.sort_key)
         return self.findings
@@ -124,7 +131,7 @@ class Analysis:
                 self._prepare()
             project.collect(self.resolver, self.lines() if self.source is not None else None)
             lines = state_lines(self.source) if self.source is not None else None
-            project.facts = collect(self.tree, lines)
+            project.facts = collect(self.tree, lines, self.source)
             project.keys = tuple(sorted(self.lifecycle.keys))
 
     def close(self) -> None:

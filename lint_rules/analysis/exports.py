@@ -18,7 +18,7 @@ class Export(NamedTuple):
     """The class messages name (for a factory, its product's class if defined in the project)."""
     cls: str
     """The TE class whose ``forward`` runs ("" when only the layout is known)."""
-    index: int | None
+    index: int | None  # type: ignore[assignment]  # (shadows tuple.index on purpose)
     """The flag's positional index read off a project ``forward`` (else the TE class's)."""
     rejects: bool
     """A project ``forward`` that takes no flag."""
@@ -28,3 +28,5 @@ class Export(NamedTuple):
     """A class: the TE module class it derives from."""
     forward: bool = False
     """A class: it (or a project ancestor) defines ``forward``."""
+    stateful: str = ""
+    """A class: the attribute its methods pass to TE as the flag (a stateful TE wrapper)."""

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import ast
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
-from lint_rules.analysis.nodes import SIMPLE_STATEMENTS, constant_str, target_names
-from lint_rules.analysis.nodes import blocks as _blocks
+from lint_rules.analysis.nodes import constant_str, statements, target_names
+from lint_rules.analysis.prefilter import may_declare_global
 
 
 class Write(NamedTuple):
@@ -29,7 +29,7 @@ class Write(NamedTuple):
     function: str
     """The qualified name of the function it sits in (``Class.method``); "" at module level."""
     conditions: tuple[str, ...]
-    """The configuration conditions it runs under (``condition_text``), outermost first."""
+    """The conditions on the run it runs under (``condition_text``), outermost first."""
     line: int
     col: int
     path: str | None = None
@@ -56,41 +56,66 @@ class FileFacts(NamedTuple):
 
 EMPTY = FileFacts()
 
-_EXISTENCE = frozenset({"hasattr", "getattr", "isinstance", "callable", "issubclass"})
-CONFIGURATION_WORDS = ("config", "fp8", "fp4", "quant", "kitchen", "recipe", "precision")
-"""A condition that reads one of these is a condition on the run's configuration: a re-arm
-under it keeps the flag only in the runs it holds in. Existence tests (``hasattr(m, ...)``),
-counters (``n % k == 0``), modes (``self.training``) and the step's own first-microbatch test
-are per-step control flow, not configuration."""
+_EXISTENCE = frozenset({"hasattr", "isinstance", "callable", "issubclass"})
+_NONE: frozenset[str] = frozenset()
 MODE_ATTRIBUTES = frozenset({"training"})
 """State that torch itself keeps every phase (``module.train()``/``eval()``)."""
 
 
-def condition_text(test: ast.expr, outcome: bool) -> str | None:
-    """The condition a branch adds, as the user wrote it (``not (...)`` on the else side), when
-    it reads the configuration; None for per-step control flow."""
-    if _is_existence(test):
+def condition_text(
+    test: ast.expr, outcome: bool, flags: Callable[[], frozenset[str]] = lambda: _NONE
+) -> str | None:
+    """The condition a branch adds, as the user wrote it (``not (...)`` on the else side); None
+    when it is per-step control flow (``per_step``). ``flags()``: the function's locals that
+    only ever hold constants (``found = False`` ... ``found = True``)."""
+    if per_step(test, flags):
         return None
-    text = ast.unparse(test)
-    lowered = text.lower()
-    if not any(word in lowered for word in CONFIGURATION_WORDS):
-        return None
-    text = " ".join(text.split())
+    text = " ".join(ast.unparse(test).split())
     if len(text) > 100:
         text = text[:97] + "..."
     return text if outcome else f"not ({text})"
 
 
-def _is_existence(test: ast.expr) -> bool:
+def per_step(test: ast.expr, flags: Callable[[], frozenset[str]] = lambda: _NONE) -> bool:
+    """Whether a test is control flow every step takes the same way in every run, not a
+    condition on the run (its configuration, a switch): existence tests (``hasattr(m, ...)``,
+    ``isinstance``, ``x is None`` on a local), counters (``n % k == 0``), modes
+    (``self.training``, ``torch.is_grad_enabled()``), the step's own first-microbatch test (a
+    name that spells ``first``) and the function's own constant flags."""
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        return _is_existence(test.operand)
+        return per_step(test.operand, flags)
     if isinstance(test, ast.BoolOp):
-        return all(_is_existence(v) for v in test.values)
-    return (
-        isinstance(test, ast.Call)
-        and isinstance(test.func, ast.Name)
-        and test.func.id in _EXISTENCE
-    )
+        return all(per_step(v, flags) for v in test.values)
+    if isinstance(test, ast.Call):
+        func = test.func
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        return name in _EXISTENCE or name == "is_grad_enabled"
+    if isinstance(test, ast.Compare):
+        parts = [test.left, *test.comparators]
+        if any(isinstance(p, ast.BinOp) and isinstance(p.op, ast.Mod) for p in parts):
+            return True
+        return (
+            isinstance(test.left, ast.Name)
+            and all(isinstance(op, (ast.Is, ast.IsNot)) for op in test.ops)
+            and all(isinstance(c, ast.Constant) and c.value is None for c in test.comparators)
+        )
+    if isinstance(test, ast.Attribute):
+        return test.attr in MODE_ATTRIBUTES or "first" in test.attr.lower()
+    if isinstance(test, ast.Name):
+        return "first" in test.id.lower() or test.id in flags()
+    return False
+
+
+def constant_flags(function: ast.AST) -> frozenset[str]:
+    """The locals of ``function`` that every assignment gives a constant."""
+    values: dict[str, bool] = {}
+    for node in statements(getattr(function, "body", ())):
+        if isinstance(node, ast.Assign):
+            constant = isinstance(node.value, ast.Constant)
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    values[target.id] = values.get(target.id, True) and constant
+    return frozenset(name for name, constant in values.items() if constant)
 
 
 def write_value(value: ast.expr | None, params: frozenset[str]) -> str:
@@ -137,6 +162,9 @@ class _Collector:
         self.calls: list[CallFact] = []
         self.getters: list[tuple[str, str]] = []
         self.globals_: set[str] = set()
+        self.no_globals = False
+        self.functions: dict[str, ast.AST] = {}
+        self._memo: dict[tuple[str, str], frozenset[str]] = {}
 
     def wanted(self, node: ast.stmt) -> bool:
         lines = self.lines
@@ -151,18 +179,17 @@ class _Collector:
         function: str,
         conditions: tuple[str, ...],
         params: frozenset[str],
-        declared: frozenset[str],
     ) -> None:
         for stmt in body:
             if self.wanted(stmt):
-                self.stmt(stmt, function, conditions, params, declared)
+                self.stmt(stmt, function, conditions, params)
             if isinstance(stmt, ast.If):  # `if not cfg.fp8: return`: what follows needs cfg
                 if stmt.body and _leaves(stmt.body[-1]):
-                    extra = condition_text(stmt.test, False)
+                    extra = condition_text(stmt.test, False, self._flags_of(function))
                     if extra:
                         conditions = (*conditions, extra)
                 elif stmt.orelse and _leaves(stmt.orelse[-1]):
-                    extra = condition_text(stmt.test, True)
+                    extra = condition_text(stmt.test, True, self._flags_of(function))
                     if extra:
                         conditions = (*conditions, extra)
 
@@ -172,58 +199,79 @@ class _Collector:
         function: str,
         conditions: tuple[str, ...],
         params: frozenset[str],
-        declared: frozenset[str],
     ) -> None:
         kind = type(stmt)
         if kind in (ast.FunctionDef, ast.AsyncFunctionDef):
             assert isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
             qual = f"{function}.{stmt.name}" if function else stmt.name
-            inner = frozenset(
-                n for s in _all_statements(stmt) if type(s) is ast.Global for n in s.names  # type: ignore[attr-defined]
-            )
             if not function:
                 self._getter(stmt)
-            self.body(stmt.body, qual, (), _params(stmt), inner)
+            self.functions[qual] = stmt
+            self.body(stmt.body, qual, (), _params(stmt))
             return
         if kind is ast.ClassDef:
             assert isinstance(stmt, ast.ClassDef)
             qual = f"{function}.{stmt.name}" if function else stmt.name
-            self.body(stmt.body, qual, conditions, params, declared)
+            self.body(stmt.body, qual, conditions, params)
             return
-        if kind in (ast.If, ast.While):
-            test = stmt.test  # type: ignore[attr-defined]
-            self._calls(test, function)
-            yes = condition_text(test, True)
-            no = condition_text(test, False)
-            self.body(
-                stmt.body, function, (*conditions, yes) if yes else conditions, params, declared
-            )  # type: ignore[attr-defined]
-            self.body(
-                stmt.orelse, function, (*conditions, no) if no else conditions, params, declared
-            )  # type: ignore[attr-defined]
+        if isinstance(stmt, (ast.If, ast.While)):
+            self._calls(stmt.test, function)
+            flags = self._flags_of(function)
+            yes = condition_text(stmt.test, True, flags)
+            no = condition_text(stmt.test, False, flags)
+            body = (*conditions, yes) if yes else conditions
+            orelse = (*conditions, no) if no else conditions
+            self.body(stmt.body, function, body, params)
+            self.body(stmt.orelse, function, orelse, params)
             return
-        if kind in (ast.For, ast.AsyncFor):
-            self._calls(stmt.iter, function)  # type: ignore[attr-defined]
-            self.body(stmt.body, function, conditions, params, declared)  # type: ignore[attr-defined]
-            self.body(stmt.orelse, function, conditions, params, declared)  # type: ignore[attr-defined]
+        if isinstance(stmt, (ast.For, ast.AsyncFor)):
+            self._calls(stmt.iter, function)
+            self.body(stmt.body, function, conditions, params)
+            self.body(stmt.orelse, function, conditions, params)
             return
-        if kind in (ast.With, ast.AsyncWith):
-            for item in stmt.items:  # type: ignore[attr-defined]
+        if isinstance(stmt, (ast.With, ast.AsyncWith)):
+            for item in stmt.items:
                 self._calls(item.context_expr, function)
-            self.body(stmt.body, function, conditions, params, declared)  # type: ignore[attr-defined]
+            self.body(stmt.body, function, conditions, params)
             return
-        blocks = [getattr(stmt, name, None) for name in ("body", "orelse", "finalbody")]
         if kind.__name__ in ("Try", "TryStar"):
             for handler in stmt.handlers:  # type: ignore[attr-defined]
-                self.body(handler.body, function, conditions, params, declared)
-            for block in blocks:
-                self.body(block or (), function, conditions, params, declared)
+                self.body(handler.body, function, conditions, params)
+            for name in ("body", "orelse", "finalbody"):
+                self.body(getattr(stmt, name), function, conditions, params)
             return
         if kind.__name__ == "Match":
             for case in stmt.cases:  # type: ignore[attr-defined]
-                self.body(case.body, function, conditions, params, declared)
+                self.body(case.body, function, conditions, params)
             return
-        self._simple(stmt, function, conditions, params, declared)
+        self._simple(stmt, function, conditions, params)
+
+    def _lazy(self, what: str, function: str) -> frozenset[str]:
+        """A function's ``global`` names or constant flags, read only when a write or a test
+        asks (most functions a file's facts pass through are never asked)."""
+        key = (what, function)
+        found = self._memo.get(key)
+        if found is None:
+            node = self.functions.get(function)
+            if node is None:
+                found = _NONE
+            elif what == "globals":
+                found = frozenset(
+                    n
+                    for s in statements(getattr(node, "body", ()))
+                    if isinstance(s, ast.Global)
+                    for n in s.names
+                )
+            else:
+                found = constant_flags(node)
+            self._memo[key] = found
+        return found
+
+    def _globals(self, function: str) -> frozenset[str]:
+        return _NONE if self.no_globals else self._lazy("globals", function)
+
+    def _flags_of(self, function: str) -> Callable[[], frozenset[str]]:
+        return lambda: self._lazy("flags", function)
 
     def _simple(
         self,
@@ -231,7 +279,6 @@ class _Collector:
         function: str,
         conditions: tuple[str, ...],
         params: frozenset[str],
-        declared: frozenset[str],
     ) -> None:
         targets: list[ast.expr] = []
         value: ast.expr | None = None
@@ -246,7 +293,9 @@ class _Collector:
                 key = None
                 if isinstance(node, ast.Attribute):
                     key = f"attr:{node.attr}"
-                elif isinstance(node, ast.Name) and (not function or node.id in declared):
+                elif isinstance(node, ast.Name) and (
+                    not function or node.id in self._globals(function)
+                ):
                     key = f"global:{node.id}"
                 if key is not None:
                     kind = write_value(value if len(targets) == 1 else None, params)
@@ -284,24 +333,11 @@ class _Collector:
 
     def _getter(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         """``def get_flag(): return _FLAG`` (a module global) is a getter of ``_FLAG``."""
-        returns = [s for s in _all_statements(node) if type(s) is ast.Return]
+        returns = [s for s in statements(node.body) if isinstance(s, ast.Return)]
         if len(returns) == 1 and isinstance(returns[0].value, ast.Name):
             name = returns[0].value.id
             if name not in _params(node):
                 self.getters.append((node.name, f"global:{name}"))
-
-
-def _all_statements(stmt: ast.stmt) -> list[ast.stmt]:
-    """``stmt`` and every statement in it, nested scopes included: what ``ast.walk`` finds of
-    ``Global`` and ``Return`` (statements both), without visiting a single expression."""
-    found: list[ast.stmt] = []
-    pending = [stmt]
-    while pending:
-        node = pending.pop()
-        found.append(node)
-        if type(node) not in SIMPLE_STATEMENTS:
-            pending.extend(_blocks(node))
-    return found
 
 
 def _targets(target: ast.expr) -> list[ast.expr]:
@@ -317,12 +353,16 @@ def _targets(target: ast.expr) -> list[ast.expr]:
     return [target] if isinstance(target, ast.Attribute) else []
 
 
-def collect(tree: ast.Module, lines: Sequence[int] | None = None) -> FileFacts:
-    """The facts of one module (``lines``: only statements on these lines, ascending)."""
+def collect(
+    tree: ast.Module, lines: Sequence[int] | None = None, source: str | None = None
+) -> FileFacts:
+    """The facts of one module (``lines``: only statements on these lines, ascending;
+    ``source``: its text, which tells that no function declares a ``global``)."""
     if lines is not None and not lines:
         return EMPTY
     collector = _Collector(lines)
-    collector.body(tree.body, "", (), frozenset(), frozenset())
+    collector.no_globals = source is not None and not may_declare_global(source)
+    collector.body(tree.body, "", (), frozenset())
     return FileFacts(tuple(collector.writes), tuple(collector.calls), tuple(collector.getters))
 
 

@@ -14,10 +14,10 @@ import ast
 from dataclasses import replace
 
 from lint_rules.analysis.classes import Classes
-from lint_rules.analysis.kinds import Kind
+from lint_rules.analysis.kinds import Kind, Tag
 from lint_rules.analysis.lifecycle import Judgement
 from lint_rules.analysis.resolve import Callee, TEModule, Unresolved
-from lint_rules.analysis.symbols import ModuleSymbols, Scope, span
+from lint_rules.analysis.symbols import ModuleSymbols, Scope, is_none, span
 from lint_rules.findings import Edit, Fix, Position, ast_lines
 from lint_rules.settings import Settings
 from lint_rules.te import FLAG
@@ -63,6 +63,22 @@ def _is_parameter(value: ast.expr, scope: Scope | None) -> bool:
     if isinstance(value, ast.NamedExpr):
         return _is_parameter(value.value, scope)
     return False
+
+
+def _fallback_of_parameter(value: ast.expr, scope: Scope | None) -> ast.expr | None:
+    """In ``p if p is not None else v`` (either way round), where ``p`` is a parameter passed
+    on, the branch ``v`` that is not (None when there is no such shape, or it is ``None``)."""
+    if not isinstance(value, ast.IfExp):
+        return None
+    for kept, other in ((value.body, value.orelse), (value.orelse, value.body)):
+        if (
+            isinstance(kept, ast.Name)
+            and _is_parameter(kept, scope)
+            and not is_none(other)
+            and not _is_parameter(other, scope)
+        ):
+            return other
+    return None
 
 
 def _only_splatted_once(name: str, scope: Scope | None) -> bool:
@@ -142,10 +158,14 @@ class FixBuilder:
         The value's own parentheses on its line (``=(i == 0)``) go with it: ``None``, not
         ``(None)``; the guard goes inside them instead of adding a second pair.
         """
-        if isinstance(value, ast.NamedExpr):
-            return None  # `(f := x)`: any rewrite would change what `f` is bound to
+        if any(isinstance(node, ast.NamedExpr) for node in ast.walk(value)):
+            return None  # `(f := x)`, also nested: any rewrite would change what `f` is bound to
         if isinstance(callee, Unresolved) and callee.graphed:
             return None  # a graphed callable needs a bool: `None` would break the call
+        fallback = _fallback_of_parameter(value, scope) if not repeated else None
+        if fallback is not None and self.settings.fix_strategy == "none":
+            # `p if p is not None else self.flag`: the caller's `p` is kept, the fallback is None
+            value, prefix = fallback, ""
         start, end = span(value)
         own = self._paren_span(value)
         outer_start, outer_end = own if isinstance(own, tuple) else (start, end)
@@ -161,6 +181,9 @@ class FixBuilder:
                 f"None gives up FP8 weight caching where `{judgement.condition}` re-arms the "
                 "flag; `--fix-strategy guard` keeps it"
             )
+        if judgement is not None and judgement.provisional:
+            applicability = "unsafe"  # another file of the project may re-arm it
+            note = "re-arming in other files is not seen here: check the project first"
         folded = self._fold_local(value, scope)
         none = Fix(
             (Edit(outer_start, outer_end, f"{prefix}None"), *folded),
@@ -355,6 +378,7 @@ class FixBuilder:
             return None
         classes = self.classes
         outside = classes.outside_bases(owner.cls)
+        assert attr is not None
         if any(not _lacks(kind, attr) for kind in outside):
             return None
         for cls in classes.lineage(owner.cls):
@@ -398,9 +422,9 @@ class FixBuilder:
                     store = _stored_by_call(node)
                     if store is not None:
                         target, key = store
-                        name = key.value if isinstance(key, ast.Constant) else "*"  # type: ignore[union-attr]
+                        value = key.value if isinstance(key, ast.Constant) else "*"
                         owner = on_self.get(id(target)) if target is not None else None
-                        stored.append((str(name), owner))
+                        stored.append((str(value), owner))
             self._stored = stored
         return self._stored
 
@@ -420,10 +444,10 @@ def _receiver(scope: Scope | None) -> str | None:
 def _lacks(kind: Kind, attr: str) -> bool:
     """A base from outside the file that is known not to set ``attr``: ``object``, or a TE or
     torch class and ``attr`` is one neither sets (``config``)."""
-    if kind.tag == "qualname" and kind.name == "object":
+    if kind.tag is Tag.QUALNAME and kind.name == "object":
         return True
-    torch = kind.tag == "qualname" and kind.name.startswith("torch.")
-    return (kind.tag == "te_class" or torch) and attr in _TE_MODULES_LACK
+    torch = kind.tag is Tag.QUALNAME and kind.name.startswith("torch.")
+    return (kind.tag is Tag.TE_CLASS or torch) and attr in _TE_MODULES_LACK
 
 
 def _stored_by_call(call: ast.Call) -> tuple[ast.expr | None, ast.expr | None] | None:

@@ -7,6 +7,7 @@ class or not), a TE callable that rejects the flag, not TE, or unresolved (with 
 from __future__ import annotations
 
 import ast
+import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Union
@@ -72,6 +73,30 @@ Callee = Union[TEModule, TERejects, NotTE, Unresolved]
 # The working value of an expression
 
 
+class Tag(enum.Enum):
+    """What a ``Kind`` is (its ``tag``); the values are the names the docs use."""
+
+    TE_CLASS = "te_class"
+    TE_INSTANCE = "te_instance"
+    UNBOUND = "unbound"
+    REJECT = "reject"
+    GRAPHED = "graphed"
+    FORWARDER = "forwarder"
+    CONTAINER = "container"
+    CLASS = "class"
+    LOCAL_INSTANCE = "local_instance"
+    SELF = "self"
+    SUPER = "super"
+    METHOD = "method"
+    FUNCTION = "function"
+    PROJECT_CLASS = "project_class"
+    PROJECT_FUNCTION = "project_function"
+    QUALNAME = "qualname"
+    NOT_TE = "not_te"
+    UNKNOWN = "unknown"
+    PENDING = "pending"
+
+
 class Kind:
     """The resolved meaning of an expression, as far as the flag is concerned.
 
@@ -105,7 +130,7 @@ class Kind:
 
     def __init__(
         self,
-        tag: str,
+        tag: Tag,
         name: str = "",
         element: Kind | None = None,
         node: ast.AST | None = None,
@@ -154,26 +179,26 @@ class Kind:
         return f"Kind({shown})"
 
 
-NOT_TE = Kind("not_te")
-UNKNOWN = Kind("unknown")
-PENDING = Kind("pending")
-GRAPHED = Kind("graphed")
+NOT_TE = Kind(Tag.NOT_TE)
+UNKNOWN = Kind(Tag.UNKNOWN)
+PENDING = Kind(Tag.PENDING)
+GRAPHED = Kind(Tag.GRAPHED)
 
-_NON_TE_VALUES = frozenset({"local_instance", "method", "function", "not_te"})
+_NON_TE_VALUES = frozenset({Tag.LOCAL_INSTANCE, Tag.METHOD, Tag.FUNCTION, Tag.NOT_TE})
 
 
 def te_instance(cls: str) -> Kind:
-    return Kind("te_instance", cls)
+    return Kind(Tag.TE_INSTANCE, cls)
 
 
 def unknown(why: str) -> Kind:
-    return Kind("unknown", why)
+    return Kind(Tag.UNKNOWN, why)
 
 
 def container(elements: Sequence[Kind], items: bool = True) -> Kind:
     """A container holding ``elements`` (its items, in order, when ``items``)."""
     element = join(elements) if elements else None
-    return Kind("container", element=element, items=tuple(elements) if items else None)
+    return Kind(Tag.CONTAINER, element=element, items=tuple(elements) if items else None)
 
 
 def join(kinds: Sequence[Kind]) -> Kind:
@@ -182,16 +207,16 @@ def join(kinds: Sequence[Kind]) -> Kind:
     A plain non-TE alternative (the ``None`` placeholder of ``x = None ... x = te.Linear()``)
     does not hide the others; a pending one (a cycle) contributes nothing.
     """
-    if len(kinds) == 1 and kinds[0].tag != "pending":
+    if len(kinds) == 1 and kinds[0].tag is not Tag.PENDING:
         return kinds[0]
-    kinds = [k for k in kinds if k.tag != "pending"]
+    kinds = [k for k in kinds if k.tag is not Tag.PENDING]
     if not kinds:
         return PENDING
     live = [k for k in kinds if k != NOT_TE] or kinds
     first = live[0]
     if all(k == first for k in live):
         return first
-    te = [k for k in live if k.tag == "te_instance"]
+    te = [k for k in live if k.tag is Tag.TE_INSTANCE]
     if te:
         # Keep the class only when every alternative is that class: TEM002 reads the flag's
         # position from it.
@@ -199,18 +224,18 @@ def join(kinds: Sequence[Kind]) -> Kind:
             if all(k.node is te[0].node for k in te):
                 return te[0]
             # Two in-file subclasses with one layout: the layout holds, not one class's name.
-            return Kind("te_instance", te[0].name, index=te[0].index, takes=te[0].takes)
-        return Kind("te_instance", "")
-    for tag in ("te_class", "unbound", "reject"):
+            return Kind(Tag.TE_INSTANCE, te[0].name, index=te[0].index, takes=te[0].takes)
+        return Kind(Tag.TE_INSTANCE, "")
+    for tag in (Tag.TE_CLASS, Tag.UNBOUND, Tag.REJECT):
         for k in live:
-            if k.tag == tag:
+            if k.tag is tag:
                 return k
-    if all(k.tag == "container" for k in live):
+    if all(k.tag is Tag.CONTAINER for k in live):
         elements = [k.element for k in live if k.element is not None]
-        return Kind("container", element=join(elements) if elements else None)
+        return Kind(Tag.CONTAINER, element=join(elements) if elements else None)
     if all(k.tag in _NON_TE_VALUES for k in live):
         return NOT_TE  # in-file classes' instances, methods, functions: none is TE
     for k in live:
-        if k.tag == "container":
+        if k.tag is Tag.CONTAINER:
             return k
     return UNKNOWN

@@ -16,6 +16,7 @@ import enum
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
+from lint_rules.analysis import prefilter
 from lint_rules.analysis.facts import (
     EMPTY,
     MODE_ATTRIBUTES,
@@ -26,7 +27,7 @@ from lint_rules.analysis.facts import (
 )
 from lint_rules.analysis.nodes import is_none, target_names
 from lint_rules.analysis.walk import loop_runs_backward, loop_steps_optimizer
-from lint_rules.findings import Evidence
+from lint_rules.findings import Evidence, ast_lines
 
 if TYPE_CHECKING:
     from lint_rules.analysis.scopes import Scope
@@ -57,6 +58,9 @@ class Judgement(NamedTuple):
     evidence: tuple[Evidence, ...]
     condition: str | None = None
     """For ``CONDITIONAL``: the condition the re-arm runs under, as written."""
+    provisional: bool = False
+    """The verdict rests on files this run does not see (one file checked alone, a state a
+    project's other files may re-arm): its fix is unsafe."""
 
 
 MAINTAINED = Judgement(Verdict.MAINTAINED, ())
@@ -77,35 +81,53 @@ def _line(node: ast.AST | None) -> int:
 def worst(judgements: Iterable[Judgement]) -> Judgement:
     found = MAINTAINED
     evidence: list[Evidence] = []
-    for judgement in judgements:
+    judged = list(judgements)
+    for judgement in judged:
         if RANK[judgement.verdict] > RANK[found.verdict]:
             found = judgement
         if judgement.verdict is not Verdict.MAINTAINED:
             evidence.extend(e for e in judgement.evidence if e not in evidence)
     if found.verdict is Verdict.MAINTAINED:
         return MAINTAINED
-    return Judgement(found.verdict, tuple(evidence[:8]), found.condition)
+    provisional = any(j.provisional for j in judged if j.verdict is not Verdict.MAINTAINED)
+    return Judgement(found.verdict, tuple(evidence[:8]), found.condition, provisional)
 
 
 class Lifecycle:
     """The verdicts of one file's values. ``run``: the facts of the other files of a CLI run
     (None for a face that sees one file: flake8, the libcst runner, one path, stdin)."""
 
-    def __init__(self, tree: ast.Module, run: RunFacts | None) -> None:
+    def __init__(
+        self,
+        tree: ast.Module,
+        run: RunFacts | None,
+        source: str | None = None,
+    ) -> None:
         self.tree = tree
         self.run = run
-        self._own: FileFacts | None = None
+        self._source = source
+        """To read only the statements whose lines spell a name; None: every statement."""
+        self._split: list[str] | None = None
+        self._own: dict[str, FileFacts] = {}
         self._module_code: dict[int, bool] = {}
         self._class = ""
         self.keys: set[str] = set()
         """The state keys this file's verdicts read from the run, and ``fn:<name>`` for the
         functions of this file that re-arm them (their callers may be in other files)."""
 
-    @property
-    def own(self) -> FileFacts:
-        if self._own is None:
-            self._own = collect(self.tree)
-        return self._own
+    def own(self, word: str) -> FileFacts:
+        """This file's facts about ``word`` (a state's name, a function's): those of the
+        statements whose lines spell it (a write of ``x.word``, a call of ``word(...)`` and a
+        function returning ``word`` always do), or of every statement with the gates off."""
+        found = self._own.get(word)
+        if found is None:
+            lines = None
+            if self._source is not None and prefilter.GATES:
+                if self._split is None:
+                    self._split = ast_lines(self._source)
+                lines = [n for n, line in enumerate(self._split, start=1) if word in line]
+            found = self._own[word] = collect(self.tree, lines, self._source)
+        return found
 
     # -- sources -------------------------------------------------------------------------
 
@@ -202,7 +224,8 @@ class Lifecycle:
                 if loop_steps_optimizer(loop):
                     message = (
                         f"`{_text(value)}` over the loop that steps the optimizer (line "
-                        f"{loop.lineno}) is True once per process: a resumed run passes True again"
+                        f"{getattr(loop, 'lineno', 0)}) is True once per process: a resumed run "
+                        "passes True again"
                     )
                     return Source(
                         Judgement(
@@ -222,13 +245,13 @@ class Lifecycle:
     def _call(self, value: ast.Call) -> Source:
         func = value.func
         name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-        for getter, key in self._getters():
+        for getter, key in self._getters(name):
             if getter == name:
                 return Source(None, key, value)
         return self._unknown(value, f"`{_text(value.func)}()` returns it; its body is not followed")
 
-    def _getters(self) -> Iterable[tuple[str, str]]:
-        yield from self.own.getters
+    def _getters(self, name: str) -> Iterable[tuple[str, str]]:
+        yield from self.own(name).getters
         if self.run is not None:
             yield from self.run.getters
 
@@ -243,14 +266,15 @@ class Lifecycle:
 
     def drives(self, ctx: Context, where: Scope | None) -> bool:
         """Whether the code around the call drives TE itself (a test, a benchmark, a script):
-        not a module's forward, nor a method its forward calls, at any depth of nesting."""
-        scope = ctx.scope
+        the outermost function around it is not a module's forward, nor a method its forward
+        calls. A closure inside a forward is module code; a module class defined inside a test
+        function is the test's own (the test drives its forward)."""
+        scope, outermost = ctx.scope, None
         while scope is not None:
-            node, outer, cls = scope
-            if self._is_module_code(node, cls):
-                return False
+            outermost = scope
+            outer = scope[1]
             scope = outer.scope if outer is not None else None
-        return True
+        return outermost is None or not self._is_module_code(outermost[0], outermost[2])
 
     def _is_module_code(self, node: ast.AST, cls: ast.ClassDef | None) -> bool:
         known = self._module_code.get(id(node))
@@ -274,22 +298,23 @@ class Lifecycle:
         """The verdict on a state (``attr:name`` or ``global:name``) from its writes."""
         self.keys.add(key)
         spelled = key.split(":", 1)[1]
-        writes = [w for w in self.own.writes if w.key == key]
+        writes = [w for w in self.own(spelled).writes if w.key == key]
         self.keys.update(f"fn:{_last(w.function)}" for w in writes if _re_arms(w))
         if self.run is not None:
             writes.extend(self.run.writes(key))
         source = Evidence(f"the flag is `{spelled}`", _line(node), getattr(node, "col_offset", 0))
-        alone = self.run is None
+        # One file checked alone, and a state a run over the project would share: a re-arm in
+        # another file may keep it. The evidence says so first, and the fix is unsafe.
+        alone = self.run is None and shared(spelled)
+        head = [source, _ALONE] if alone else [source]
         if not writes:
-            steps = [source, Evidence(f"nothing in the files seen writes `{spelled}`")]
-            if alone:
-                steps.append(_ALONE)
-            return Judgement(Verdict.UNVERIFIED, tuple(steps))
+            steps = [*head, Evidence(f"nothing in the files seen writes `{spelled}`")]
+            return Judgement(Verdict.UNVERIFIED, tuple(steps), provisional=alone)
         own_class = self._class
         # the call's own class first: its set-up and clear are the ones that matter
         writes.sort(key=lambda w: _last(w.function.rsplit(".", 1)[0]) != own_class)
         rearms = [w for w in writes if _re_arms(w)]
-        steps = [source]
+        steps = list(head)
         steps.extend(_describe(w) for w in _first_of_each(writes))
         called = [(w, self._caller(w)) for w in rearms]
         live = [(w, c) for w, c in called if c is not None]
@@ -302,18 +327,14 @@ class Lifecycle:
             steps.append(_describe(write, condition))
             assert caller is not None
             steps.append(caller)
-            return Judgement(Verdict.CONDITIONAL, tuple(steps[:8]), condition)
+            return Judgement(Verdict.CONDITIONAL, tuple(steps[:8]), condition, alone)
         if rearms:
             write = rearms[0]
             steps.append(_describe(write))
             steps.append(Evidence(f"nothing in the files seen calls `{_last(write.function)}`"))
-            if alone:
-                steps.append(_ALONE)
-            return Judgement(Verdict.UNVERIFIED, tuple(steps[:8]))
+            return Judgement(Verdict.UNVERIFIED, tuple(steps[:8]), provisional=alone)
         steps.append(Evidence(f"nothing in the files seen re-arms `{spelled}`"))
-        if alone:
-            steps.append(_ALONE)
-        return Judgement(Verdict.STALE, tuple(steps[:8]))
+        return Judgement(Verdict.STALE, tuple(steps[:8]), provisional=alone)
 
     def _caller(self, write: Write) -> Evidence | None:
         """Where the function holding a re-arm is called (a forward is called every step)."""
@@ -322,13 +343,14 @@ class Lifecycle:
             return Evidence(
                 f"`{write.function}` runs on every forward", write.line, write.col, write.path
             )
-        calls = [c for c in self.own.calls if c.name == name and c.function != write.function]
+        calls = [c for c in self.own(name).calls if c.name == name and c.function != write.function]
         if self.run is not None:
             calls.extend(c for c in self.run.calls(name) if c.function != write.function)
         if write.value.startswith("param:"):
             calls = [c for c in calls if c.arg != "false"]
         if not calls:
             return None
+        calls.sort(key=lambda c: not runs_as_forward(_last(c.function)))
         call = calls[0]
         return Evidence(
             f"`{name}` is called from `{call.function or 'module level'}`",
@@ -336,6 +358,13 @@ class Lifecycle:
             call.col,
             call.path,
         )
+
+
+def shared(name: str) -> bool:
+    """Whether a run over several files shares the writes of a state of this name
+    (``prefilter.STATE_WORDS``): only then can it see a re-arm that one file cannot."""
+    lowered = name.lower()
+    return any(word in lowered for word in prefilter.STATE_WORDS)
 
 
 _ALONE = Evidence(

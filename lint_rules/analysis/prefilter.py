@@ -115,26 +115,40 @@ one of these (any case): ``self.is_first_microbatch = True``, ``set_is_first_mic
 ``decoder.current_microbatch = i``, ``_IS_FIRST_MICROBATCH = v``. The file's own verdicts read
 every statement of the file."""
 
+
+def may_declare_global(text: str) -> bool:
+    """Whether a function of the file may declare a ``global`` (it spells the word)."""
+    return not GATES or "global" in text
+
+
 def state_lines(text: str) -> list[int] | None:
     """The lines (1-based, ascending) whose statements a run shares as lifecycle facts;
     None with the gates off (every statement)."""
     if not GATES:
         return None
     lowered = text.lower()
-    places: list[int] = []
+    if "\r" in lowered:  # lines as ``ast`` numbers them (a lone CR ends one too)
+        from lint_rules.findings import split_lines
+
+        return [
+            n
+            for n, line in enumerate(split_lines(lowered), start=1)
+            if any(word in line for word in STATE_WORDS)
+        ]
+    hits: list[int] = []
     for word in STATE_WORDS:
         at = lowered.find(word)
         while at >= 0:
-            places.append(at)
+            hits.append(at)
             at = lowered.find(word, at + 1)
-    found: list[int] = []
-    line, counted = 1, 0  # newlines counted once, from one place to the next (not from 0)
-    for at in sorted(places):
+    numbers: list[int] = []
+    line, counted = 1, 0
+    for at in sorted(hits):  # line numbers counted once through the text, not per hit
         line += lowered.count("\n", counted, at)
         counted = at
-        if not found or found[-1] != line:
-            found.append(line)
-    return found
+        if not numbers or numbers[-1] != line:
+            numbers.append(line)
+    return numbers
 
 
 def mentions_state(text: str) -> bool:

@@ -26,8 +26,9 @@ from typing import TYPE_CHECKING
 
 from lint_rules.analysis.exports import Export
 from lint_rules.analysis.facts import EMPTY, FileFacts
-from lint_rules.analysis.kinds import NOT_TE, UNKNOWN, Kind
+from lint_rules.analysis.kinds import NOT_TE, UNKNOWN, Kind, Tag
 from lint_rules.analysis.lifecycle import RunFacts
+from lint_rules.analysis.stateful import state_flag
 from lint_rules.analysis.symbols import statements
 from lint_rules.te import TE_ROOT
 
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
     from lint_rules.analysis.symbols import ModuleSymbols
 
 
-PROJECT_TAGS = ("project_class", "project_function")
+PROJECT_TAGS = (Tag.PROJECT_CLASS, Tag.PROJECT_FUNCTION)
 """The ``Kind`` tags of an imported export (``name``: its absolute qualname)."""
 
 
@@ -134,13 +135,21 @@ class Project:
         if node is None:
             node = self.label_node(qual, export.label)
         return Kind(
-            "te_instance",
+            Tag.TE_INSTANCE,
             export.cls,
             node=node,
             index=export.index,
             rejects=export.rejects,
             takes=export.takes,
         )
+
+    def stateful(self, node: ast.ClassDef) -> str:
+        """For a stand-in class node (``label_node``): the attribute the project class passes
+        to TE as the flag, when it is a stateful TE wrapper (else "")."""
+        for qual, label in self._labels.items():
+            if label is node:
+                return self.index[qual].stateful
+        return ""
 
     def te_base(self, qual: str) -> str:
         return self.index[qual].te_base
@@ -154,7 +163,7 @@ class Project:
         if export.kind == "factory":
             return UNKNOWN
         if attr == "forward":
-            return NOT_TE if export.forward else Kind("unbound", export.te_base)
+            return NOT_TE if export.forward else Kind(Tag.UNBOUND, export.te_base)
         return UNKNOWN
 
     def collect(self, resolver: Resolver, lines: list[str] | None = None) -> None:
@@ -168,7 +177,11 @@ class Project:
             te = classes.te_base(node)
             if te:
                 forward = classes.defines(node, "forward")
-                self.exports[name] = _export("class", classes.instance(node), name, te, forward)
+                export = _export("class", classes.instance(node), name, te, forward)
+                flag = state_flag(resolver, node)
+                if flag is not None:
+                    export = export._replace(stateful=flag.attr)
+                self.exports[name] = export
         marks: list[int] | None = None  # lines up to each line that spell `yield`
         for name, function in symbols.functions.items():
             if not _may_return_module(function):
@@ -180,7 +193,7 @@ class Project:
                 last = min(function.end_lineno or function.lineno, len(marks) - 1)
                 generator = None if marks[last] > marks[function.lineno - 1] else False
             kind = resolver.returns(function, None, None, generator)
-            if kind.tag == "te_instance":
+            if kind.tag is Tag.TE_INSTANCE:
                 label = kind.node.name if isinstance(kind.node, ast.ClassDef) else ""
                 self.exports[name] = _export("factory", kind, label)
         for name, choices in symbols.alias_choices.items():

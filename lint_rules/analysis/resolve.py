@@ -24,6 +24,7 @@ from lint_rules.analysis.kinds import (
     Callee,
     Kind,
     NotTE,
+    Tag,
     TEModule,
     TERejects,
     Unresolved,
@@ -33,7 +34,14 @@ from lint_rules.analysis.kinds import (
     unknown,
 )
 from lint_rules.analysis.project import PROJECT_TAGS, Project
-from lint_rules.analysis.symbols import ModuleSymbols, Scope, constant_str, dotted, statements
+from lint_rules.analysis.symbols import (
+    ModuleSymbols,
+    Scope,
+    constant_str,
+    dotted,
+    optional_import,
+    statements,
+)
 from lint_rules.te import (
     FORWARDERS,
     PASS_THROUGH,
@@ -63,7 +71,7 @@ RETURNS_SELF = frozenset(
 )
 """``torch.nn.Module`` methods documented to return the module itself (``Returns: self``)."""
 _MODULE_VALUES = frozenset(
-    {"te_instance", "local_instance", "container", "self", "graphed", "not_te"}
+    {Tag.TE_INSTANCE, Tag.LOCAL_INSTANCE, Tag.CONTAINER, Tag.SELF, Tag.GRAPHED, Tag.NOT_TE}
 )
 MAPPING_STORES = frozenset({"update", "setdefault"})
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -74,13 +82,13 @@ _NO_CYCLE = 1 << 30
 def classify_qualname(qual: str) -> Kind:
     cls = te_class_of(qual)
     if cls:
-        return Kind("te_class", cls)
+        return Kind(Tag.TE_CLASS, cls)
     reject = te_rejecting_name(qual)
     if reject:
-        return Kind("reject", reject)
+        return Kind(Tag.REJECT, reject)
     if qual in FORWARDERS:
-        return Kind("forwarder", FORWARDERS[qual], shift=1)
-    return Kind("qualname", qual)
+        return Kind(Tag.FORWARDER, FORWARDERS[qual], shift=1)
+    return Kind(Tag.QUALNAME, qual)
 
 
 _TORCH_MODULE_WRAPPERS = ("torch.nn.DataParallel", "torch.nn.parallel.", "torch.distributed.")
@@ -139,7 +147,7 @@ class Resolver:
         finally:
             del self._depth[key]
         if self._low >= depth:
-            self._memo[key] = UNKNOWN if result.tag == "pending" else result
+            self._memo[key] = UNKNOWN if result.tag is Tag.PENDING else result
             self._low = outer_low
         else:
             self._low = min(outer_low, self._low)
@@ -156,7 +164,7 @@ class Resolver:
 
     def _callee(self, call: ast.Call, scope: Scope | None) -> Callee:
         kind = self.callee_kind(call.func, scope)
-        if kind.tag != "forwarder":
+        if kind.tag is not Tag.FORWARDER:
             return self._typed(kind, 0, "")
         via = _describe(call.func)
         if not call.args or isinstance(call.args[0], ast.Starred):
@@ -165,24 +173,24 @@ class Resolver:
         if kind.name == "te_checkpoint" and _legacy_te_checkpoint(call):
             shift += TE_CHECKPOINT_LEGACY_ARGS
         inner = self.callee_kind(call.args[0], scope)
-        if inner.tag == "forwarder":
+        if inner.tag is Tag.FORWARDER:
             return Unresolved(f"`{via}` wraps another wrapper", via)
         return self._typed(inner, shift, via)
 
     def _typed(self, kind: Kind, shift: int, via: str) -> Callee:
-        if kind.tag == "te_instance":
+        if kind.tag is Tag.TE_INSTANCE:
             if kind.rejects:
                 owner = kind.node.name if isinstance(kind.node, ast.ClassDef) else ""
                 return TERejects(owner)
             name = kind.node.name if isinstance(kind.node, ast.ClassDef) else ""
             return TEModule(kind.name, shift, via, kind.index, kind.takes, name)
-        if kind.tag == "unbound":
+        if kind.tag is Tag.UNBOUND:
             return TEModule(kind.name, shift + 1, via)
-        if kind.tag == "reject":
+        if kind.tag is Tag.REJECT:
             return TERejects(kind.name)
-        if kind.tag in ("unknown", "pending"):
+        if kind.tag in (Tag.UNKNOWN, Tag.PENDING):
             return Unresolved(kind.name or "not resolved", via)
-        if kind.tag == "graphed":
+        if kind.tag is Tag.GRAPHED:
             return NotTE("a make_graphed_callables callable needs a bool flag")
         return NotTE()
 
@@ -194,19 +202,26 @@ class Resolver:
             return NOT_TE  # kw.update(is_first_microbatch=v) stores a key (TEM003's business)
         kind = self.resolve(func, scope)
         classes = self.classes
-        if kind.tag == "self" and isinstance(kind.node, ast.ClassDef):
+        if kind.tag is Tag.SELF and isinstance(kind.node, ast.ClassDef):
             if classes.defines(kind.node, "forward"):
                 return NOT_TE
             return classes.self_attribute(kind.node, "forward")
-        if kind.tag == "super" and isinstance(kind.node, ast.ClassDef):
+        if kind.tag is Tag.SUPER and isinstance(kind.node, ast.ClassDef):
             return classes.super_kind(kind.node)
-        if kind.tag in ("te_instance", "unbound", "reject", "unknown", "graphed", "forwarder"):
+        if kind.tag in (
+            Tag.TE_INSTANCE,
+            Tag.UNBOUND,
+            Tag.REJECT,
+            Tag.UNKNOWN,
+            Tag.GRAPHED,
+            Tag.FORWARDER,
+        ):
             return kind
-        if kind.tag == "pending":
+        if kind.tag is Tag.PENDING:
             return UNKNOWN
-        if kind.tag == "te_class":
+        if kind.tag is Tag.TE_CLASS:
             # The constructors take no such keyword (and no **kwargs): a TypeError.
-            return Kind("reject", f"{kind.name} constructor")
+            return Kind(Tag.REJECT, f"{kind.name} constructor")
         # A name imported from elsewhere and called directly is a function (or constructor)
         # call; a local class's instance has its own forward, analysed where it is defined.
         return NOT_TE
@@ -230,27 +245,27 @@ class Resolver:
             # alternative is what runs where the flag matters.
             return join([classify_qualname(q) for q in te_imports])
         if name in symbols.classes:
-            return Kind("class", name, node=symbols.classes[name])
+            return Kind(Tag.CLASS, name, node=symbols.classes[name])
         if name in symbols.functions:
-            return Kind("function", name, node=symbols.functions[name])
+            return Kind(Tag.FUNCTION, name, node=symbols.functions[name])
         if imported:
             return join([self.qualname_kind(q) for q in imported])
         if name in symbols.assigns:
             return join([self.resolve(v, None) for v in symbols.assigns[name]])
         for module in symbols.star_modules:
             kind = self.qualname_kind(f"{module}.{name}")
-            if kind.tag in ("te_class", "reject", "forwarder", *PROJECT_TAGS):
+            if kind.tag in (Tag.TE_CLASS, Tag.REJECT, Tag.FORWARDER, *PROJECT_TAGS):
                 return kind
         if name in _BUILTIN_NAMES:
-            return Kind("qualname", name)
+            return Kind(Tag.QUALNAME, name)
         return unknown(f"`{name}` is not defined in the file")
 
     def _local(self, name: str, owner: Scope) -> Kind:
         if name in owner.params and name not in owner.bindings:
             if owner.self_name == name and owner.cls is not None:
-                return Kind("self", owner.cls.name, node=owner.cls)
+                return Kind(Tag.SELF, owner.cls.name, node=owner.cls)
             if owner.cls_name == name and owner.cls is not None:
-                return Kind("class", owner.cls.name, node=owner.cls)
+                return Kind(Tag.CLASS, owner.cls.name, node=owner.cls)
             annotation = owner.params[name]
             if annotation is not None:
                 return self.instance_of(self.annotation(annotation))
@@ -269,9 +284,9 @@ class Resolver:
                     kind = self.element_of(kind)
                 kinds.append(self._unpacked(kind, binding.path))
             elif binding.how == "def" and definition is not None:
-                kinds.append(Kind("function", name, node=definition, scope=owner))
+                kinds.append(Kind(Tag.FUNCTION, name, node=definition, scope=owner))
             elif binding.how == "class" and isinstance(definition, ast.ClassDef):
-                kinds.append(Kind("class", definition.name, node=definition))
+                kinds.append(Kind(Tag.CLASS, definition.name, node=definition))
             elif binding.how == "import":
                 kinds.append(self.qualname_kind(binding.qualname))
             else:
@@ -283,7 +298,7 @@ class Resolver:
         if path is None:
             return unknown("a starred target")
         for index in path:
-            if kind.tag == "container" and kind.items is not None and index < len(kind.items):
+            if kind.tag is Tag.CONTAINER and kind.items is not None and index < len(kind.items):
                 kind = kind.items[index]
             else:
                 kind = self.element_of(kind)
@@ -343,9 +358,9 @@ class Resolver:
         if isinstance(node, ast.Dict):
             return container([self.resolve(v, scope) for v in node.values], items=False)
         if isinstance(node, (ast.ListComp, ast.GeneratorExp, ast.SetComp)):
-            return Kind("container", element=self.resolve(node.elt, scope))
+            return Kind(Tag.CONTAINER, element=self.resolve(node.elt, scope))
         if isinstance(node, ast.DictComp):
-            return Kind("container", element=self.resolve(node.value, scope))
+            return Kind(Tag.CONTAINER, element=self.resolve(node.value, scope))
         if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.Add)):
             return join([self.resolve(node.left, scope), self.resolve(node.right, scope)])
         if isinstance(node, ast.IfExp):
@@ -368,7 +383,7 @@ class Resolver:
 
     def element_of(self, kind: Kind, index: ast.expr | None = None) -> Kind:
         """An item of ``kind`` (``index``: the subscript, when a constant picks one item)."""
-        if kind.tag == "container":
+        if kind.tag is Tag.CONTAINER:
             if kind.items is not None and isinstance(index, ast.Constant):
                 position = index.value
                 if isinstance(position, int) and -len(kind.items) <= position < len(kind.items):
@@ -376,42 +391,42 @@ class Resolver:
             if kind.element is not None:
                 return kind.element
             return unknown("nothing is known to be stored in the container")
-        if kind.tag in ("graphed", "pending"):  # make_graphed_callables: a tuple for a tuple
+        if kind.tag in (Tag.GRAPHED, Tag.PENDING):  # make_graphed_callables: a tuple for a tuple
             return kind
         return unknown("an item of a value that is not resolved")
 
     def instance_of(self, kind: Kind) -> Kind:
-        if kind.tag == "te_class":
+        if kind.tag is Tag.TE_CLASS:
             return te_instance(kind.name)
-        if kind.tag in ("reject", "pending"):
+        if kind.tag in (Tag.REJECT, Tag.PENDING):
             return kind
-        if kind.tag == "class" and isinstance(kind.node, ast.ClassDef):
+        if kind.tag is Tag.CLASS and isinstance(kind.node, ast.ClassDef):
             return self.classes.instance(kind.node)
-        if kind.tag == "qualname" and torch_class(kind.name):
+        if kind.tag is Tag.QUALNAME and torch_class(kind.name):
             return NOT_TE
-        if kind.tag == "project_class":
+        if kind.tag is Tag.PROJECT_CLASS:
             return self.project.instance(kind.name)  # type: ignore[union-attr]
         return unknown("an instance of a class that is not resolved")
 
     def attribute_of(self, base: Kind, attr: str) -> Kind:
         classes = self.classes
-        if base.tag == "qualname":
+        if base.tag is Tag.QUALNAME:
             return self.qualname_kind(f"{base.name}.{attr}")
-        if base.tag == "project_class":
+        if base.tag is Tag.PROJECT_CLASS:
             return self.project.class_attribute(base.name, attr)  # type: ignore[union-attr]
-        if base.tag in ("self", "local_instance") and isinstance(base.node, ast.ClassDef):
+        if base.tag in (Tag.SELF, Tag.LOCAL_INSTANCE) and isinstance(base.node, ast.ClassDef):
             return classes.self_attribute(base.node, attr)
-        if base.tag == "te_instance":
+        if base.tag is Tag.TE_INSTANCE:
             return base if attr == "forward" else UNKNOWN
-        if base.tag == "te_class":
-            return Kind("unbound", base.name) if attr == "forward" else UNKNOWN
-        if base.tag == "class" and isinstance(base.node, ast.ClassDef):
+        if base.tag is Tag.TE_CLASS:
+            return Kind(Tag.UNBOUND, base.name) if attr == "forward" else UNKNOWN
+        if base.tag is Tag.CLASS and isinstance(base.node, ast.ClassDef):
             return classes.class_attribute(base.node, attr)
-        if base.tag == "super" and isinstance(base.node, ast.ClassDef):
+        if base.tag is Tag.SUPER and isinstance(base.node, ast.ClassDef):
             return classes.super_kind(base.node) if attr == "forward" else UNKNOWN
-        if base.tag in ("reject", "pending"):
+        if base.tag in (Tag.REJECT, Tag.PENDING):
             return base
-        if base.tag == "unknown":
+        if base.tag is Tag.UNKNOWN:
             return base
         return unknown(f"attribute `{attr}` of a value that is not resolved")
 
@@ -422,7 +437,7 @@ class Resolver:
         if isinstance(func, ast.Name) and func.id == "super" and scope is not None:
             cls = scope.enclosing_class()
             if cls is not None:
-                return Kind("super", cls.name, node=cls)
+                return Kind(Tag.SUPER, cls.name, node=cls)
             return unknown("`super()` outside a class")
         if isinstance(func, ast.Name) and func.id == "getattr" and len(call.args) >= 2:
             name = constant_str(call.args[1])
@@ -434,24 +449,29 @@ class Resolver:
             if base.tag in _MODULE_VALUES:
                 return base  # `te.Linear(...).cuda()`, `.to(device)`, `.eval()`: the module
         kind = self.resolve(func, scope)
-        if kind.tag in ("te_class", "reject", "class", "pending", "project_class"):
+        if kind.tag in (Tag.TE_CLASS, Tag.REJECT, Tag.CLASS, Tag.PENDING, Tag.PROJECT_CLASS):
             return self.instance_of(kind)
-        if kind.tag == "project_function":
+        if kind.tag is Tag.PROJECT_FUNCTION:
             return self.project.instance(kind.name)  # type: ignore[union-attr]
-        if kind.tag == "method" and isinstance(kind.node, _FUNCTIONS):
+        if kind.tag is Tag.METHOD and isinstance(kind.node, _FUNCTIONS):
             return self.returns(kind.node, None, kind.owner)
-        if kind.tag == "function" and isinstance(kind.node, _FUNCTIONS):
+        if kind.tag is Tag.FUNCTION and isinstance(kind.node, _FUNCTIONS):
             return self.returns(kind.node, kind.scope, None)
-        if kind.tag == "qualname":
+        if kind.tag is Tag.QUALNAME:
             return self._library_call(kind.name, call, scope)
-        if kind.tag == "forwarder" and kind.name == "partial" and call.args:
+        if kind.tag is Tag.FORWARDER and kind.name == "partial" and call.args:
             inner = self.resolve(call.args[0], scope)
-            if inner.tag == "te_instance" and len(call.args) > 1:
+            if inner.tag is Tag.TE_INSTANCE and len(call.args) > 1:
                 return te_instance("")  # bound positional arguments move the flag
             return inner
         return unknown(f"the result of `{dotted(func) or 'a call'}`")
 
     def _library_call(self, qual: str, call: ast.Call, scope: Scope | None) -> Kind:
+        symbols = self.symbols
+        if symbols.helpers:  # `X, HAVE_X = safe_import_from("pkg", "X")` inside a function
+            imported = optional_import(call, symbols.helpers, symbols.alias_choices)
+            if imported is not None:
+                return container([self.qualname_kind(imported), NOT_TE])
         short = qual.rsplit(".", 1)[-1]
         if qual.startswith(TE_ROOT + ".") and short == TE_GRAPH_FACTORY:
             return GRAPHED
@@ -460,17 +480,17 @@ class Resolver:
         if qual in ("enumerate", "zip", "reversed") and call.args:
             parts = [self.element_of(self.resolve(a, scope)) for a in call.args]
             if qual == "enumerate":
-                return Kind("container", element=container([NOT_TE, parts[0]]))
+                return Kind(Tag.CONTAINER, element=container([NOT_TE, parts[0]]))
             if qual == "zip":
-                return Kind("container", element=container(parts))
-            return Kind("container", element=parts[0])
+                return Kind(Tag.CONTAINER, element=container(parts))
+            return Kind(Tag.CONTAINER, element=parts[0])
         if qual in _CONTAINER_FACTORIES or short in ("ModuleList", "Sequential", "ModuleDict"):
             elements = [self.resolve(a, scope) for a in call.args]
             if short in ("ModuleList", "list", "tuple", "ModuleDict") and elements:
                 first = elements[0]
-                if first.tag == "container":
+                if first.tag is Tag.CONTAINER:
                     return first
-                return Kind("container", element=self.element_of(first))
+                return Kind(Tag.CONTAINER, element=self.element_of(first))
             return container(elements)
         if torch_class(qual):
             return NOT_TE  # torch.nn.Linear(...) and the like
@@ -528,9 +548,9 @@ def lambda_default(function: ast.AST | None, name: str) -> ast.expr | None:
     for arg, default in zip(positional[len(positional) - len(args.defaults) :], args.defaults):
         if arg.arg == name:
             return default
-    for arg, default in zip(args.kwonlyargs, args.kw_defaults):
-        if arg.arg == name:
-            return default
+    for kwarg, kw_default in zip(args.kwonlyargs, args.kw_defaults):
+        if kwarg.arg == name:
+            return kw_default
     return None
 
 

@@ -125,9 +125,9 @@ class ScopeCollector:
         args = node.args
         for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs):
             self.scope.params[arg.arg] = arg.annotation
-        for arg in (args.vararg, args.kwarg):
-            if arg is not None:
-                self.scope.params[arg.arg] = None
+        for rest in (args.vararg, args.kwarg):
+            if rest is not None:
+                self.scope.params[rest.arg] = None
         if isinstance(node, ast.Lambda):
             self.expr(node.body, ())
         else:
@@ -236,7 +236,7 @@ class ScopeCollector:
         """Walrus targets bind in the function; nested scopes are skipped."""
         if not self.walrus:
             return
-        stack = [expr]
+        stack: list[ast.AST] = [expr]
         while stack:
             node = stack.pop()
             if isinstance(node, ast.NamedExpr):

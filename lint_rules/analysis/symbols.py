@@ -50,6 +50,7 @@ __all__ = [
     "dotted",
     "imported_name",
     "is_none",
+    "optional_import",
     "runs_before",
     "span",
     "statements",
@@ -147,9 +148,9 @@ class ModuleSymbols:
                 elif module not in self.star_modules:
                     self.star_modules.append(module)
         elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
-            self.functions[stmt.name] = stmt  # type: ignore[attr-defined]
+            self.functions[stmt.name] = stmt  # type: ignore[attr-defined,assignment]
         elif kind is ast.ClassDef:
-            self.classes[stmt.name] = stmt  # type: ignore[attr-defined]
+            self.classes[stmt.name] = stmt  # type: ignore[attr-defined,assignment]
         elif kind is ast.Assign:
             if self.helpers and self._helper_import(stmt):  # type: ignore[arg-type]
                 return

@@ -248,7 +248,7 @@ class Walker:
                     if type(item) not in _LEAVES:
                         self.walk(item, ctx)
             elif type(value) not in _LEAVES:
-                self.walk(value, ctx)
+                self.walk(value, ctx)  # type: ignore[arg-type]
 
     def _call(self, node: ast.Call, ctx: Context) -> None:
         positional = self.positional

@@ -170,7 +170,8 @@ def explain_text(findings: Sequence, path: str, line: int) -> str:
 def rule_codes(names: Sequence[str]) -> tuple[list[str], list[str]]:
     """(codes, unknown) for rule codes or names (``TEM001``, ``untracked-flag``)."""
     by_name = {rule.name: code for code, rule in RULES.items()}
-    codes, unknown = [], []
+    codes: list[str] = []
+    unknown: list[str] = []
     for name in names:
         code = name.upper() if name.upper() in RULES else by_name.get(name.lower())
         (codes if code else unknown).append(code or name)

@@ -67,6 +67,10 @@ def _export(row: list[Any]) -> Any:
     return Export(*row)
 
 
+ENTRY_FIELDS = 10
+"""An entry: when, error, findings, used, names, exports, package, indexed, facts, keys."""
+
+
 class ResultCache:
     """Lookups during the run, one write at its end (atomic: a temporary file renamed)."""
 
@@ -84,7 +88,7 @@ class ResultCache:
 
     def get(self, digest: str, path: str) -> Outcome | None:
         entry = self.entries.get(digest)
-        if not isinstance(entry, list) or len(entry) != 10:
+        if not isinstance(entry, list) or len(entry) != ENTRY_FIELDS:
             return None
         when, error, rows, used, names, exports, package, indexed, facts, keys = entry
         if not _is_time(when):
@@ -112,7 +116,7 @@ class ResultCache:
         if self.now - when > 86400:
             entry[0] = self.now
             self.dirty = True
-        return Outcome(path, findings=found, **project)
+        return Outcome(path, findings=found, **project)  # type: ignore[arg-type]
 
     def put(self, outcome: Outcome) -> None:
         if not (outcome.cacheable and outcome.digest):
@@ -134,7 +138,7 @@ class ResultCache:
         kept = {
             k: v
             for k, v in self.entries.items()
-            if isinstance(v, list) and len(v) == 10 and _is_time(v[0]) and v[0] >= oldest
+            if isinstance(v, list) and len(v) == ENTRY_FIELDS and _is_time(v[0]) and v[0] >= oldest
         }
         import tempfile
 
@@ -168,7 +172,7 @@ MAX_BYTES = 1 << 28
 """A cache file larger than this is not read (it is not one this tool wrote)."""
 
 
-_TYPES = {
+_TYPES: dict[str, type | tuple[type, ...]] = {
     "code": str, "message": str, "line": int, "column": int, "end_line": int,
     "end_column": int, "char_column": int, "end_char_column": int, "fixable": bool,
     "applicability": (str, type(None)), "fingerprint": str, "verdict": str, "evidence": list,

@@ -42,6 +42,7 @@ from lint_rules.cli.running import (
     plan_files,
     pool_size,
     run_plan,
+    shown_path,
 )
 from lint_rules.settings import SettingsError
 
@@ -63,7 +64,7 @@ def _progress(args: argparse.Namespace, total: int) -> Progress:
 
 def _report(items: Iterable[tuple[str, str]], kind: str = "error") -> None:
     for path, reason in items:
-        print(f"{path}: {kind}: {reason}", file=sys.stderr)
+        print(f"{shown_path(path)}: {kind}: {reason}", file=sys.stderr)
 
 
 def _problem(outcome: Outcome) -> Problem:
@@ -239,12 +240,15 @@ def run_fix(args: argparse.Namespace, config: Configuration, discovery: Discover
     for outcome in _outcomes(args, config, fix_file, job, discovery.files):
         if outcome.error:
             errors.append((outcome.path, outcome.error))
+            tally.remaining.update(outcome.remaining)  # a write that failed left them all
             continue
         sys.stdout.write(outcome.diff)
         _report(((outcome.path, note) for note in outcome.notes), "note")
         tally.add(outcome)
         if outcome.changed and not args.quiet and mode != "write":  # written: named by its writer
-            print(f"{verb} {outcome.path} ({fixed_count(outcome.fixed)})", file=sys.stderr)
+            print(
+                f"{verb} {shown_path(outcome.path)} ({fixed_count(outcome.fixed)})", file=sys.stderr
+            )
             sys.stderr.flush()
     sys.stdout.flush()
     _report(errors)
@@ -431,13 +435,16 @@ def run_explain(args: argparse.Namespace) -> int:
     if not os.path.isfile(path):
         raise UsageError(f"{path}: no such file")
     root = project_root(path)
+    relative = os.path.relpath(root)
+    if not relative.startswith(os.pardir):  # inside the cwd: paths as the user writes them
+        root = relative
     args.paths = [root]
     config = configure(args)
     discovery = discover([root], config.excludes, respect_gitignore=args.respect_gitignore)
     if not any(os.path.samefile(found, path) for found in discovery.files):
         discovery.files.append(path)  # excluded there: explain it anyway, with the others
     job = Job(disable_noqa=args.disable_noqa, mode="check")
-    findings = []
+    findings: list[Any] = []
     for outcome in _outcomes(args, config, check_file, job, discovery.files):
         settings = config.settings_of(outcome.path)
         findings.extend(f for f in outcome.findings if settings.reports(f.code))

@@ -303,7 +303,7 @@ def _walk(
         if respect_gitignore:
             names = {entry.name for entry in entries if entry.name in IGNORE_FILES}
             if names:
-                specs = [*_ignore_files_in(os.path.abspath(folder), names), *specs]
+                specs = [*_ignore_files_in(os.path.abspath(folder), sorted(names)), *specs]
         stack.append((iter(entries), specs, os.path.realpath(folder)))
 
     enter(root, inherited)

@@ -186,7 +186,7 @@ def format_json(
         row.update(path=problem.path, message=problem.reason, fixable=False)
         row.update(line=problem.line, column=problem.column)
         row.update(filename=os.path.abspath(problem.path), fix=None, url=None, evidence=[])
-        row.update(noqa_row=None, end_location=None)
+        row.update(noqa_row=None, end_location=None, verdict=None)
         row["location"] = {"row": problem.line, "column": problem.column} if problem.line else None
         rows.append(row)
     return json.dumps(rows, indent=2) + "\n"
@@ -236,12 +236,12 @@ def format_github(findings: Sequence[Reported], problems: Sequence[Problem] = ()
         )
         out.append(f"::warning {props}::{_escape_github(f.message)}\n")
     for problem in problems:
-        props = [where(problem.path)]
+        parts = [where(problem.path)]
         if problem.line:
-            props.append(f"line={problem.line}")
+            parts.append(f"line={problem.line}")
         if problem.column:
-            props.append(f"col={problem.column}")
-        out.append(f"::error {','.join(props)}::{_escape_github(problem.reason)}\n")
+            parts.append(f"col={problem.column}")
+        out.append(f"::error {','.join(parts)}::{_escape_github(problem.reason)}\n")
     return "".join(out)
 
 

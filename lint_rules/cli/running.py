@@ -12,6 +12,7 @@ libcst is imported only by ``fixing`` (guard strategy), flake8 never.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import sys
@@ -289,7 +290,9 @@ def check_file(
         return _syntax_outcome(path, error, digest)
     if findings:
         findings, _ = filter_noqa(findings, source.text, job.disable_noqa)
-        findings = _only_applicable_fixes(source.text, findings, job.disable_noqa)
+        from lint_rules.cli.fixcount import only_applicable_fixes
+
+        findings = only_applicable_fixes(source.text, findings, job.disable_noqa)
     reported = _reported(path, source.text, findings)
     found = {}
     if project is not None:
@@ -299,41 +302,12 @@ def check_file(
     return Outcome(path, findings=reported, digest=digest, cacheable=True, **found)
 
 
-def _only_applicable_fixes(text: str, findings: list, disable_noqa: bool) -> list:
-    """The findings, with no fix where ``fix`` would not apply it (a ``# noqa`` on a line the
-    fix spans, comments it cannot keep, an overlap), so that every face counts as ``fix`` does."""
-    if not any(f.fix is not None for f in findings):
-        return findings
-    import dataclasses
-
-    from lint_rules.fixing import apply_edits
-    from lint_rules.noqa import noqa_checker
-
-    fixable = [f for f in findings if f.fix is not None]
-    _, _, _, skipped = apply_edits(text, fixable, noqa_checker(text, disable_noqa))
-    if not skipped:
-        return findings
-    dropped = {id(f) for f in skipped}
-    return [dataclasses.replace(f, fix=None) if id(f) in dropped else f for f in findings]
-
-
-def _left_after(text: str, settings: Settings, job: Job, project: Any) -> tuple[str, ...]:
-    """The codes ``check`` reports in the fixed text: ``fix``'s "M remaining", recounted."""
-    from lint_rules.analysis import analyze_source
-    from lint_rules.noqa import filter_noqa
-
-    findings = analyze_source(text, settings, project=project)
-    if findings:
-        findings, _ = filter_noqa(findings, text, job.disable_noqa)
-    return tuple(sorted(f.code for f in findings if settings.reports(f.code)))
-
-
 @_guarded
 def fix_file(
     job: Job, path: str, settings: Settings, source: Any = None, project: Any = None
 ) -> Outcome:
     """Fix one file: write it (mode ``write``), or only say what would change."""
-    from lint_rules.fileio import read_source, signals_held, write_source_atomic
+    from lint_rules.fileio import SourceError, read_source, signals_held, write_source_atomic
     from lint_rules.fixing import FixError, fix_source
 
     source = source or read_source(path)
@@ -345,24 +319,62 @@ def fix_file(
         return Outcome(path, error=f"not fixed: {error}")
     notes = tuple(result.notes)
     new_text = result.text if job.mode == "stdout" else None
-    left = {
-        "remaining": tuple(sorted(f.code for f in result.remaining)),
-        "unsafe": len(result.unsafe),
-        "added_imports": tuple(result.added_imports),
-    }
+    remaining = tuple(sorted(f.code for f in result.remaining))
+    unsafe = len(result.unsafe)
+    added = tuple(result.added_imports)
     if not result.changed or result.text == source.text:
-        return Outcome(path, notes=notes, new_text=new_text, **left)  # type: ignore[arg-type]
-    left["remaining"] = _left_after(result.text, settings, job, project)
+        return Outcome(
+            path,
+            notes=notes,
+            new_text=new_text,
+            remaining=remaining,
+            unsafe=unsafe,
+            added_imports=added,
+        )
+    from lint_rules.cli.fixcount import left_after
+
+    remaining = left_after(result.text, settings, job.disable_noqa, project)
     diff = unified_diff(source.text, result.text, path) if job.mode == "diff" else ""
     fixed = len(result.applied)
     if job.mode == "write":
         with signals_held():  # the rename and its report line, or neither
-            write_source_atomic(source, result.text)
-            if job.name_writes:
-                print(f"fixed {path} ({fixed_count(fixed)})", file=sys.stderr, flush=True)
+            try:
+                write_source_atomic(source, result.text)
+            except SourceError as error:  # nothing written: every finding is still there
+                codes = [f.code for f in (*result.applied, *result.remaining)]
+                return Outcome(
+                    path,
+                    error=error.reason,
+                    notes=notes,
+                    remaining=tuple(sorted(codes)),
+                    unsafe=unsafe,
+                    added_imports=added,
+                )
+            if job.name_writes:  # one write per line: lines from workers never interleave
+                sys.stderr.write(f"fixed {shown_path(path)} ({fixed_count(fixed)})\n")
+                sys.stderr.flush()
     return Outcome(
-        path, changed=True, fixed=fixed, notes=notes, diff=diff, new_text=new_text, **left
-    )  # type: ignore[arg-type]
+        path,
+        changed=True,
+        fixed=fixed,
+        notes=notes,
+        diff=diff,
+        new_text=new_text,
+        remaining=remaining,
+        unsafe=unsafe,
+        added_imports=added,
+    )
+
+
+def shown_path(path: str) -> str:
+    """``path`` as printed: control characters (a newline, an escape) escaped, so that a
+    report line stays one line and the terminal is not driven by a file name."""
+    if not any(ord(c) < 32 or ord(c) == 127 for c in path):
+        return path
+    return "".join(
+        c.encode("unicode_escape").decode("ascii") if ord(c) < 32 or ord(c) == 127 else c
+        for c in path
+    )
 
 
 def fixed_count(number: int) -> str:
@@ -384,11 +396,65 @@ def unified_diff(old: str, new: str, path: str) -> str:
     return "".join(out)
 
 
-def _worker_init() -> None:
-    """Pool initializer: an interrupted ``fix`` leaves no temporary file behind."""
-    from lint_rules.fileio import install_cleanup_handlers
+def _worker_init(write: bool, parent: int) -> None:
+    """Pool initializer: an interrupted ``fix`` leaves no temporary file behind, and a worker
+    never outlives the run (Linux: it gets SIGTERM when its parent dies, even of SIGKILL)."""
+    if write:
+        from lint_rules.fileio import install_cleanup_handlers
 
-    install_cleanup_handlers()
+        install_cleanup_handlers()
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGTERM))  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # pragma: no cover - not Linux
+        pass
+    if os.getppid() != parent:  # the parent died before the prctl
+        os._exit(1)
+
+
+@contextlib.contextmanager
+def _reaped(pool: Any) -> Iterator[None]:
+    """While the pool runs: SIGTERM, SIGHUP and SIGINT end its workers first, then do what
+    they did before (the workers would otherwise stay blocked on the call queue, holding the
+    run's stdout, or hang Ctrl-C in multiprocessing's exit join); so does any exception."""
+    import signal
+    import threading
+
+    def reap() -> None:
+        for process in list(getattr(pool, "_processes", {}).values()):
+            with contextlib.suppress(Exception):
+                process.terminate()  # SIGTERM: a writing worker finishes its rename first
+
+    owner = os.getpid()
+    previous: dict[int, Any] = {}
+
+    def handler(signum: int, frame: Any) -> None:
+        if os.getpid() == owner:
+            reap()
+        old = previous.get(signum, signal.SIG_DFL)
+        if callable(old):
+            old(signum, frame)
+        elif old != signal.SIG_IGN:
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+
+    if threading.current_thread() is threading.main_thread():
+        for name in ("SIGTERM", "SIGHUP", "SIGINT"):
+            signum = getattr(signal, name, None)
+            if signum is not None and signal.getsignal(signum) != signal.SIG_IGN:
+                previous[signum] = signal.getsignal(signum)
+                signal.signal(signum, handler)
+    try:
+        yield
+    except BaseException:
+        reap()
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    finally:
+        for signum, old in previous.items():
+            signal.signal(signum, old)
 
 
 def _task(work: Work, job: Job, item: tuple[Any, ...]) -> Outcome:
@@ -522,6 +588,6 @@ def _parse(
     from concurrent.futures import ProcessPoolExecutor
 
     chunksize = max(1, min(16, len(files) // (workers * 8)))
-    initializer = _worker_init if job.mode == "write" else None
-    with ProcessPoolExecutor(max_workers=workers, initializer=initializer) as pool:
+    init = functools.partial(_worker_init, job.mode == "write", os.getpid())
+    with ProcessPoolExecutor(max_workers=workers, initializer=init) as pool, _reaped(pool):
         yield from pool.map(task, files, chunksize=chunksize)

@@ -94,7 +94,10 @@ _RECIPE_GATES = {"delayed": "is_fp8_available", "current": "is_fp8_available"}
 def te_fp8_unavailable_reason(recipe: str = "delayed") -> str | None:
     """TE's reason why ``recipe`` cannot run here, or None (TE must be importable)."""
     import transformer_engine.pytorch as te
+    from transformer_engine.common import recipe as recipes
 
+    if not hasattr(recipes, RECIPES[recipe]):
+        return f"this transformer_engine has no {RECIPES[recipe]} recipe"
     gate = getattr(te, _RECIPE_GATES[recipe], None)
     if gate is not None:
         ok, reason = gate(return_reason=True)

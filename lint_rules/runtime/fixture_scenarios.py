@@ -99,6 +99,7 @@ def gradient_oracle(
     steps: int = 4,
     resume_at: int | None = 2,
     source: str | None = None,
+    fp8_recipe: str = "current",
 ) -> Outcome:
     """Per step ``ok`` when ``main_grad:mtp_layer.weight`` equals the autograd oracle.
 
@@ -108,13 +109,14 @@ def gradient_oracle(
     (the oracle is computed in fp32, the model in FP8). A ``None`` that overwrote, or a fix
     that wrote ``False`` (stale FP8 weights), is far outside either.
     """
-    training = build(backend, variant, fp8=fp8, source=source)
+    extra = {"fp8_recipe": fp8_recipe} if fp8 else {}
+    training = build(backend, variant, fp8=fp8, source=source, **extra)
     tol = FP8_TOLERANCE if fp8 else TOLERANCE[backend.name]
     per_step = []
     for step in range(1, steps + 1):
         if resume_at is not None and step == resume_at + 1:
             rng = _rng_state()
-            fresh = build(backend, variant, fp8=fp8, source=source)
+            fresh = build(backend, variant, fp8=fp8, source=source, **extra)
             fresh.model.load_state_dict(training.model.state_dict())
             fresh.optimizer.load_state_dict(training.optimizer.state_dict())
             training = fresh

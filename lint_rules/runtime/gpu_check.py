@@ -1,59 +1,56 @@
-"""One command for a GPU machine: every runtime scenario on real TE and on the reference.
+"""One command for a GPU machine: every runtime scenario on real TE, checked against the plan.
 
-    python -m lint_rules.runtime.gpu_check        (or: te-microbatch-gpu-check)
+    python -m lint_rules.runtime.gpu_check [--report FILE] [-v]    (te-microbatch-gpu-check)
+    python -m lint_rules.runtime.gpu_check --backend reference      (on the CPU reference)
+    python -m lint_rules.runtime.gpu_check --list                   (the plan, nothing run)
 
-Needs CUDA, a CUDA build of torch and ``transformer_engine[pytorch]``. For each scenario and
-module kind it runs the scenario on the reference (``reference_te``, on the GPU) and on
-``transformer_engine.pytorch`` and prints one line::
+With ``--backend te`` (the default; needs CUDA, a CUDA torch and ``transformer_engine``) every
+scenario (:mod:`lint_rules.runtime.gpu_plan`) runs on ``transformer_engine.pytorch`` and on the
+reference on the same GPU, and the three-leg resume check (:mod:`lint_rules.runtime.gpu_legs`,
+separate processes) runs on TE in fp32/bf16 and under FP8. TF32 is off for everything
+(``torch.backends.cuda.matmul.allow_tf32 = False``, ``NVIDIA_TF32_OVERRIDE=0``, which also
+covers TE's own cuBLASLt GEMMs); the tolerances assume it. FP8 checks run where TE's own gate
+for their recipe (``is_fp8_available(return_reason=True)``) says so, and are skipped with TE's
+reason elsewhere. FP8 regions use ``te.autocast(recipe=...)``, ``fp8_autocast`` on a TE that
+lacks it. With ``--backend reference`` everything runs on the CPU reference instead, the legs
+included: every line of the command except TE itself.
 
-    agree     accumulation true-false        Linear          reference: g1 | te: g1
-    differ    fp8 cache stuck                LayerNormMLP    reference: fresh,stale,stale | te: ...
-    skipped   fp8 cache stuck                Linear          FP8 needs compute capability 8.9 ...
-
-``agree``: both gave the expected label. ``differ``: the labels differ. ``unexpected``: both
-gave the same label, but not the expected one. ``error``: a scenario raised. FP8 scenarios run
-under a ``DelayedScaling`` recipe where the GPU supports FP8 (compute capability 8.9 or newer)
-and are skipped with the reason elsewhere. The monitor runs on the real TE modules too.
-
-Exit status: 0 when every scenario that ran agrees and at least one ran; 1 on any ``differ``,
-``unexpected`` or ``error``; 2 when nothing could be compared (no CUDA or no TE: every line
-says ``skipped`` and why).
+One line per check: ``agree`` (TE, and the reference on the GPU, gave the expected label),
+``differ`` (TE and the reference differ), ``unexpected`` (both differ from the expectation),
+``error`` (a scenario raised), ``unsupported`` (TE deviates on a case TE documents as
+unsupported: reported, not a failure), ``skipped`` (with the reason). Exit status: 0 when
+every check that ran agrees and one did; 1 on any differ/unexpected/error; 2 when nothing ran.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import tempfile
 import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import partial
-from typing import Callable, TextIO
+from typing import Any, TextIO
 
 from lint_rules.runtime.backends import Backend
+from lint_rules.runtime.gpu_plan import Check, checks, leg_config_text, leg_configs
 
 FAILURES = ("differ", "unexpected", "error")
-
-
-@dataclass(frozen=True)
-class Check:
-    """One scenario on one module kind, with the label a correct backend gives."""
-
-    scenario: str
-    module: str
-    run: Callable[[Backend], object]  # returns an Outcome (label, detail)
-    expected: str
-    fp8: bool = False
+STATUSES = ("agree", *FAILURES, "unsupported", "skipped")
 
 
 @dataclass
 class Summary:
-    """Counts per status; ``exit_code`` is the command's exit status."""
+    """Counts per status and the rows of the report; ``exit_code`` is the command's status."""
 
     counts: dict[str, int] = field(default_factory=dict)
+    rows: list[dict[str, Any]] = field(default_factory=list)
 
-    def add(self, status: str) -> None:
+    def add(self, status: str, row: dict[str, Any] | None = None) -> None:
         self.counts[status] = self.counts.get(status, 0) + 1
+        if row is not None:
+            self.rows.append({"status": status, **row})
 
     @property
     def exit_code(self) -> int:
@@ -62,64 +59,7 @@ class Summary:
         return 0 if self.counts.get("agree") else 2
 
     def __str__(self) -> str:
-        order = ("agree", *FAILURES, "skipped")
-        return ", ".join(f"{self.counts[s]} {s}" for s in order if self.counts.get(s))
-
-
-def checks() -> list[Check]:
-    """Every scenario the runtime suite runs, per module kind, with its expected label."""
-    from lint_rules.runtime import fixture_scenarios as fs
-    from lint_rules.runtime import scenarios as sc
-
-    out = []
-    for case_id, case in sc.ACCUMULATION_CASES.items():
-        for kind in sc.KINDS:
-            run = partial(sc.accumulation, kind=kind, case_id=case_id)
-            out.append(Check(f"accumulation {case_id}", kind, run, case.expect))
-    for policy in sc.FP8_POLICIES:
-        for resume_at, steps in ((None, 3), (2, 4)):
-            name = f"fp8 cache {policy}" + (" resumed" if resume_at else "")
-            expected = sc.fp8_expected(policy, steps, resume_at)
-            for kind in sc.KINDS:
-                run = partial(
-                    sc.fp8_weight_cache, kind=kind, policy=policy, steps=steps, resume_at=resume_at
-                )
-                out.append(Check(name, kind, run, expected, fp8=True))
-    for mode, expected in (("tracked", "lost,lost"), ("none", "kept,kept")):
-        for kind in sc.KINDS:
-            run = partial(sc.fp8_repeated_layer, kind=kind, flag_mode=mode)
-            out.append(Check(f"fp8 repeated layer {mode}", kind, run, expected, fp8=True))
-    model = "shared-layer model"
-    ok = fs.oracle_expected()
-    out += [
-        Check("gradient oracle fixed", model, fs.gradient_oracle, ok),
-        Check(
-            "gradient oracle fixed fp8", model, partial(fs.gradient_oracle, fp8=True), ok, fp8=True
-        ),
-        Check(
-            "resume with RNG state", model, partial(fs.resume_rng, restore_rng=True), "identical"
-        ),
-        Check(
-            "resume without RNG state",
-            model,
-            partial(fs.resume_rng, restore_rng=False),
-            "diverges at step 3",
-        ),
-        Check(
-            "monitor unguarded",
-            model,
-            partial(fs.monitor_kinds, variant="unguarded"),
-            "repeated-call",
-        ),
-        Check("monitor fixed", model, partial(fs.monitor_kinds, variant="fixed"), "silent"),
-    ]
-    for rearm, expected in ((False, "stale-fp8-cache"), (True, "silent")):
-        run = partial(
-            fs.monitor_kinds, variant="unguarded", fp8=True, rearm=rearm, mtp_num_layers=1
-        )
-        name = "monitor fp8 flag " + ("re-armed" if rearm else "not re-armed")
-        out.append(Check(name, model, run, expected, fp8=True))
-    return out
+        return ", ".join(f"{self.counts[s]} {s}" for s in STATUSES if self.counts.get(s))
 
 
 def _label(check: Check, backend: Backend) -> tuple[str, str]:
@@ -132,94 +72,208 @@ def _label(check: Check, backend: Backend) -> tuple[str, str]:
     return str(getattr(outcome, "label", outcome)), str(getattr(outcome, "detail", ""))
 
 
+def judge(
+    expected: str, primary: tuple[str, str], control: tuple[str, str] | None, note: str | None
+) -> str:
+    """The status of one check from the label of the backend under test and of the control."""
+    labels = [primary[0]] + ([control[0]] if control else [])
+    if any(label.startswith("error") for label in labels):
+        return "error"
+    if control is not None and primary[0] != control[0]:
+        return "unsupported" if note and control[0] == expected else "differ"
+    if primary[0] != expected:
+        return "unsupported" if note and control is not None else "unexpected"
+    return "agree"
+
+
 def compare(
     all_checks: Sequence[Check],
-    reference: Backend,
-    te: Backend,
+    primary: Backend,
+    control: Backend | None = None,
     out: TextIO = sys.stdout,
     verbose: bool = False,
+    summary: Summary | None = None,
 ) -> Summary:
-    """Run every check on both backends (or skip it, with the reason) and print one line each."""
-    summary = Summary()
+    """Run every check on ``primary`` (and ``control``, the reference on the same device),
+    or skip it with the reason; print one line each."""
+    summary = summary if summary is not None else Summary()
     for check in all_checks:
-        where = f"{check.scenario:32} {check.module:18}"
-        reason = (
-            (te.fp8_unavailable() or reference.fp8_unavailable())
-            if check.fp8
-            else (te.unavailable() or reference.unavailable())
+        where = f"{check.scenario:40} {check.module:24} {check.config:40}"
+        base = {
+            "scenario": check.scenario,
+            "module": check.module,
+            "config": check.config,
+            "expected": check.expected,
+            "labels": {},
+            "details": {},
+        }
+        sides = [primary] + ([control] if control is not None else [])
+        reason = next(
+            (
+                r
+                for b in sides
+                if (r := b.fp8_unavailable(check.recipe) if check.fp8 else b.unavailable())
+                is not None
+            ),
+            None,
         )
         if reason is not None:
-            summary.add("skipped")
-            print(f"{'skipped':10} {where} {reason}", file=out)
+            summary.add("skipped", {**base, "reason": reason})
+            print(f"{'skipped':11} {where} {reason}", file=out)
             continue
-        ref_label, ref_detail = _label(check, reference)
-        te_label, te_detail = _label(check, te)
-        if ref_label.startswith("error") or te_label.startswith("error"):
-            status = "error"
-        elif ref_label != te_label:
-            status = "differ"
-        elif ref_label != check.expected:
-            status = "unexpected"
-        else:
-            status = "agree"
-        summary.add(status)
-        line = f"{status:10} {where} reference: {ref_label} | te: {te_label}"
+        got = _label(check, primary)
+        ref = _label(check, control) if control is not None else None
+        status = judge(check.expected, got, ref, check.te_note)
+        labels = {primary.id: got[0]}
+        details = {primary.id: got[1]}
+        if ref is not None and control is not None:
+            labels[control.id], details[control.id] = ref
+        summary.add(status, {**base, "labels": labels, "details": details})
+        shown = " | ".join(f"{k}: {v}" for k, v in labels.items())
+        line = f"{status:11} {where} {shown}"
         if status != "agree":
             line += f" | expected: {check.expected}"
         print(line, file=out)
-        if verbose or status != "agree":
-            for name, detail in (("reference", ref_detail), ("te", te_detail)):
+        if status == "unsupported" and check.te_note:
+            print(f"{'':11}   note: {check.te_note}", file=out)
+        if verbose or status in FAILURES:
+            for name, detail in details.items():
                 if detail:
-                    print(f"{'':10}   {name}: {detail}", file=out)
+                    print(f"{'':11}   {name}: {detail}", file=out)
     return summary
 
 
-def environment() -> str:
-    """One line about this machine: torch, CUDA device and TE version, as far as known."""
-    import importlib.metadata
+def _selected(only: Sequence[str] | None, name: str) -> bool:
+    """``-k``: no filter, or any of the texts is part of the name."""
+    return not only or any(text in name for text in only)
 
+
+def run_legs(
+    primary: Backend, out: TextIO, summary: Summary, only: Sequence[str] | None = None
+) -> None:
+    """The three-leg resume check for every leg configuration (separate processes)."""
+    from lint_rules.runtime.gpu_legs import run_leg_matrix
+
+    configs = [c for c in leg_configs() if _selected(only, f"{c.name} three-leg")]
+    if not configs:
+        return
+    fp8_reason = primary.fp8_unavailable("current")
+    reason = primary.unavailable()
+    runnable = []
+    for config in configs:
+        why = reason or (fp8_reason if config.kwargs.get("fp8") else None)
+        row = {
+            "scenario": config.name,
+            "module": "three-leg resume check",
+            "config": leg_config_text(config),
+            "expected": config.expected,
+            "labels": {},
+            "details": {},
+        }
+        if why is not None:
+            summary.add("skipped", {**row, "reason": why})
+            print(f"{'skipped':11} {config.name:40} {row['config']:40} {why}", file=out)
+        else:
+            runnable.append((config, row))
+    if not runnable:
+        return
+    with tempfile.TemporaryDirectory(prefix="te-gpu-check-legs-") as work:
+        try:
+            labels = run_leg_matrix(
+                [c for c, _ in runnable], backend=primary.name, device=primary.device, workdir=work
+            )
+        except Exception as error:  # a leg process failed: every leg check errs
+            labels = {c.name: f"error: {str(error)[:2000]}" for c, _ in runnable}
+    for config, row in runnable:
+        label = labels[config.name]
+        status = (
+            "error"
+            if label.startswith("error")
+            else ("agree" if label == config.expected else "unexpected")
+        )
+        summary.add(status, {**row, "labels": {primary.id: label}})
+        line = f"{status:11} {config.name:40} {row['config']:40} {primary.id}: {label}"
+        if status != "agree":
+            line += f" | expected: {config.expected}"
+        print(line, file=out)
+
+
+def print_plan(out: TextIO = sys.stdout) -> int:
+    """``--list``: scenario, module, configuration and expected label; nothing is run."""
+    rows = [(c.scenario, c.module, c.config, c.expected) for c in checks()]
+    rows += [
+        (c.name, "three-leg resume check", leg_config_text(c), c.expected) for c in leg_configs()
+    ]
+    print(f"{'scenario':40} {'module':24} {'configuration':40} expected", file=out)
+    for row in rows:
+        print(f"{row[0]:40} {row[1]:24} {row[2]:40} {row[3]}", file=out)
+    print(f"{len(rows)} checks", file=out)
+    return 0
+
+
+def _tf32_off() -> None:
+    """No TF32 anywhere: NVIDIA libraries (TE's cuBLASLt included) and torch's own flags."""
+    os.environ["NVIDIA_TF32_OVERRIDE"] = "0"
     import torch
 
-    parts = [f"torch {torch.__version__}"]
-    if torch.cuda.is_available():
-        major, minor = torch.cuda.get_device_capability()
-        parts.append(f"{torch.cuda.get_device_name()} (compute capability {major}.{minor})")
-    else:
-        parts.append("no CUDA")
-    for dist in ("transformer_engine", "transformer-engine"):
-        try:
-            parts.append(f"transformer_engine {importlib.metadata.version(dist)}")
-            break
-        except importlib.metadata.PackageNotFoundError:
-            continue
-    else:
-        parts.append("transformer_engine not installed")
-    return ", ".join(parts)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m lint_rules.runtime.gpu_check",
-        description="Run the runtime scenarios on real Transformer Engine and on the reference; "
-        "print agree/differ/skipped per scenario and module (exit 1 on any disagreement, "
-        "2 when nothing could be compared).",
+        description="Run the runtime scenarios on real Transformer Engine (or, with --backend "
+        "reference, on the CPU reference) and check each against its expected label.",
     )
-    parser.add_argument("-k", "--only", help="run only scenarios whose name contains this text")
+    parser.add_argument(
+        "--backend",
+        choices=("te", "reference"),
+        default="te",
+        help="te: TE on CUDA, with the reference on CUDA as control (default); "
+        "reference: the CPU reference alone, every line but TE itself",
+    )
+    parser.add_argument("--list", action="store_true", help="print the plan, run nothing")
+    parser.add_argument(
+        "--report", metavar="FILE", help="write a report (.json: JSON, else Markdown)"
+    )
+    parser.add_argument("--no-legs", action="store_true", help="skip the three-leg resume check")
+    parser.add_argument(
+        "-k",
+        "--only",
+        action="append",
+        help="run only checks whose name contains this text (repeatable: any of them)",
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="print the numbers too")
     args = parser.parse_args(argv)
+    if args.list:
+        return print_plan()
+    os.environ["NVIDIA_TF32_OVERRIDE"] = "0"  # before torch creates a CUDA context
     try:
         import torch  # noqa: F401
     except ImportError:
         print("gpu_check: error: torch is not installed", file=sys.stderr)
         return 2
-    print(environment())
-    selected = [c for c in checks() if not args.only or args.only in f"{c.scenario} {c.module}"]
-    summary = compare(
-        selected, Backend("reference", "cuda"), Backend("te", "cuda"), verbose=args.verbose
-    )
+    _tf32_off()
+    from lint_rules.runtime import gpu_report
+
+    info = gpu_report.machine()
+    print(gpu_report.one_line(info))
+    if args.backend == "te":
+        primary, control = Backend("te", "cuda"), Backend("reference", "cuda")
+    else:
+        primary, control = Backend("reference", "cpu"), None
+        torch.set_num_threads(1)  # as the legs: small CPU GEMMs gain nothing from threads
+    selected = [c for c in checks() if _selected(args.only, f"{c.scenario} {c.module} {c.config}")]
+    summary = compare(selected, primary, control, verbose=args.verbose)
+    if not args.no_legs:
+        run_legs(primary, sys.stdout, summary, args.only)
     print(f"summary: {summary or 'nothing selected'}")
+    if args.report:
+        gpu_report.write_report(args.report, info, primary.id, summary.rows, str(summary))
+        print(f"report written to {args.report}")
     if summary.exit_code == 2:
-        print("nothing was compared: this needs CUDA and transformer_engine (see docs/runtime.md)")
+        print("nothing ran: --backend te needs CUDA and transformer_engine (see docs/runtime.md)")
     return summary.exit_code
 
 

@@ -21,12 +21,13 @@ reference off, so the tests can show that the GPU command fails on a wrong refer
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import torch
+
+from lint_rules.runtime.mutations import MUTATION_ENV, MUTATIONS, mutation
 
 __all__ = [
     "MUTATIONS",
@@ -48,25 +49,6 @@ FP8_DTYPE = torch.float8_e4m3fn
 FP8_MAX = float(torch.finfo(FP8_DTYPE).max)  # 448
 E5M2_DTYPE = torch.float8_e5m2
 E5M2_MAX = float(torch.finfo(E5M2_DTYPE).max)  # 57344
-
-MUTATION_ENV = "TE_MICROBATCH_REFERENCE_MUTATION"
-MUTATIONS = {
-    "accumulate-on-true": "the fused wgrad accumulates when the flag is True",
-    "fusion-ignored": "fuse_wgrad_accumulation=False still writes main_grad",
-    "fp8-cache-never-reused": "False re-quantizes the current weight instead of reusing",
-    "none-reuses-like-false": "None caches and reuses the quantized weight like False",
-    "leg-c-not-reset": "leg C continues in leg B's process instead of a fresh one",
-}
-"""The deliberate errors the tests plant in the reference (and the harness) to show that
-``gpu_check --backend reference`` fails on each of them."""
-
-
-def mutation() -> str | None:
-    """The planted error this process runs with, or None (always None outside the tests)."""
-    value = os.environ.get(MUTATION_ENV) or None
-    if value is not None and value not in MUTATIONS:
-        raise ValueError(f"{MUTATION_ENV}={value!r}: not one of {sorted(MUTATIONS)}")
-    return value
 
 
 class Format:

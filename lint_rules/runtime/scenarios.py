@@ -55,7 +55,6 @@ RECIPES = ("delayed", "current")
 TOLERANCE = {"reference": 1e-5, "te": tol.fp32_tolerance(2 * HIDDEN)}
 FP8_TOLERANCE = tol.two_depth_wgrad_tolerance_fp8("Linear")  # the shared-layer oracle
 SEPARATION = 0.05
-FP8_SEPARATION = 0.3
 FP8_GRAD_SEPARATION = 0.5
 
 
@@ -357,7 +356,7 @@ def fp8_weight_cache(
         module = make_module(
             kind, backend, fuse=False, hidden=FP8_HIDDEN, init_std=0.3, activation="gelu"
         )
-        return module, torch.optim.Adam(module.parameters(), lr=0.2)
+        return module, torch.optim.Adam(module.parameters(), lr=0.3)
 
     module, optimizer = build()
     state = {"flag": True}
@@ -386,7 +385,9 @@ def fp8_weight_cache(
                     )
                     for v, weights in enumerate(versions)
                 }
-            found = classify(out, candidates, tol.forward_tolerance_fp8(kind), FP8_SEPARATION)
+            # within the tolerance of exactly one weight version
+            limit = tol.forward_tolerance_fp8(kind)
+            found = classify(out, candidates, limit, limit)
             seen.append(
                 found
                 if found.label in ("fresh", "none", "ambiguous")

@@ -32,6 +32,16 @@ def test_shared_layer_accumulation(backend: Backend, kind: str, case_id: str) ->
     assert found.label == ACCUMULATION_CASES[case_id].expect, str(found)
 
 
+@pytest.mark.parametrize("case_id", list(ACCUMULATION_CASES))
+@pytest.mark.parametrize("kind", KINDS)
+def test_shared_layer_accumulation_bf16_params_fp32_main_grad(
+    backend: Backend, kind: str, case_id: str
+) -> None:
+    """Production precision: bf16 parameters and activations, fused wgrad into fp32."""
+    found = accumulation(backend, kind, case_id, dtype="bf16")
+    assert found.label == ACCUMULATION_CASES[case_id].expect, str(found)
+
+
 def test_reference_contract_table() -> None:
     """The reference's decision function is docs/te-facts.md's table, row by row."""
     accumulates = reference_te.wgrad_accumulates

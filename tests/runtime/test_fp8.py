@@ -28,15 +28,23 @@ from lint_rules.runtime.scenarios import (  # noqa: E402
     fp8_weight_cache,
 )
 
+QUICK_KIND = "Linear"
+"""The module class the quick tier runs the whole policy matrix on; the others are slow."""
 
+
+@pytest.mark.parametrize("recipe", ["delayed", "current"])
 @pytest.mark.parametrize("resume_at", [None, 2], ids=["straight", "resumed"])
 @pytest.mark.parametrize("policy", list(FP8_POLICIES))
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize(
+    "kind", [k if k == QUICK_KIND else pytest.param(k, marks=pytest.mark.slow) for k in KINDS]
+)
 def test_fp8_weight_cache(
-    fp8_backend: Backend, kind: str, policy: str, resume_at: int | None
+    fp8_backend: Backend, kind: str, policy: str, resume_at: int | None, recipe: str
 ) -> None:
     steps = 3 if resume_at is None else 4
-    found = fp8_weight_cache(fp8_backend, kind, policy, steps=steps, resume_at=resume_at)
+    found = fp8_weight_cache(
+        fp8_backend, kind, policy, steps=steps, resume_at=resume_at, recipe=recipe
+    )
     assert found.label == fp8_expected(policy, steps, resume_at), str(found)
 
 
@@ -50,8 +58,18 @@ def test_stuck_flag_expectation_reads_as_the_issue_says() -> None:
     ("flag_mode", "expected"), [("tracked", "lost,lost"), ("none", "kept,kept")]
 )
 @pytest.mark.parametrize("kind", KINDS)
-def test_fp8_repeated_layer(fp8_backend: Backend, kind: str, flag_mode: str, expected: str) -> None:
-    found = fp8_repeated_layer(fp8_backend, kind, flag_mode)
+@pytest.mark.parametrize("recipe", ["current", "delayed"])
+def test_fp8_repeated_layer(
+    fp8_backend: Backend, kind: str, flag_mode: str, expected: str, recipe: str
+) -> None:
+    """``current``: a recipe where TE supports a module called twice in one autocast region;
+    ``delayed``: TE documents that as unsupported (reduce_amax=True); the reference's label
+    is the contract either way."""
+    if recipe == "delayed" and fp8_backend.is_te:
+        pytest.skip(
+            "TE documents repeated calls under DelayedScaling(reduce_amax=True) as unsupported"
+        )
+    found = fp8_repeated_layer(fp8_backend, kind, flag_mode, recipe=recipe)
     assert found.label == expected, str(found)
 
 
@@ -64,6 +82,7 @@ def _linear() -> reference_te.Linear:
 
 
 def test_cast_is_real_float8() -> None:
+    torch.manual_seed(0)  # q * scale is exact only up to the division's rounding: fix the data
     x = torch.randn(64)
     q = reference_te.quantize(x)
     assert q.dtype == x.dtype and not torch.equal(q, x)  # rounded

@@ -25,6 +25,9 @@ def test_lint_rules_imports_without_torch() -> None:
     code = (
         "import sys; import lint_rules.runtime.resume, lint_rules.resume_check, "
         "lint_rules.runtime.shared_layer, lint_rules.runtime.gpu_check, "
+        "lint_rules.runtime.gpu_plan, lint_rules.runtime.gpu_legs, lint_rules.runtime.gpu_report, "
+        "lint_rules.runtime.megatron_shape, lint_rules.runtime.mutations, "
+        "lint_rules.runtime.tolerances, lint_rules.runtime.monitor_stateful, "
         "lint_rules.runtime.backends; assert 'torch' not in sys.modules, 'torch imported'"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

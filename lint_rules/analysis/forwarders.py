@@ -1,0 +1,170 @@
+"""Callers of forwarding functions: a flag handed to a helper that passes it on to TE.
+
+A function (or method) whose parameter reaches a TE module's ``is_first_microbatch``
+unchanged, directly or through other such functions, is a *forwarder*: the forwarding site is
+not a bug (its callers decide), so each call of the forwarder in the file is judged instead,
+as if its argument were passed to TE there. A stale argument is reported at that call, with the
+chain as evidence (``self._run(x, self.is_first_microbatch)`` where ``_run`` passes its
+``flag`` to ``self.fc``).
+
+Only calls in the same file, and only calls the walk hands over (they pass the flag, a splat, or
+two positional arguments), are seen; a forwarder called from another file is not.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING, NamedTuple
+
+from lint_rules.analysis import prefilter
+from lint_rules.analysis.lifecycle import Verdict
+from lint_rules.analysis.nodes import dotted
+from lint_rules.analysis.walk import MODULE_CONTEXT, Walker
+from lint_rules.findings import Evidence
+
+if TYPE_CHECKING:
+    from lint_rules.analysis.core import Analysis
+    from lint_rules.analysis.scopes import Scope
+    from lint_rules.analysis.walk import Context
+
+
+class Forwarder(NamedTuple):
+    """``name`` passes its parameter ``param`` (position ``position`` after ``self``) to TE."""
+
+    name: str
+    method: bool
+    param: str
+    position: int | None
+    target: str
+    """Where it goes, as messages name a callee (``TE Linear `self.fc```)."""
+    line: int
+
+
+def parameter_index(function: ast.AST, name: str, method: bool) -> int | None:
+    args = getattr(function, "args", None)
+    if args is None:
+        return None
+    positional = [a.arg for a in (*args.posonlyargs, *args.args)]
+    if method and positional:
+        positional = positional[1:]
+    return positional.index(name) if name in positional else None
+
+
+class Forwarders:
+    """The file's forwarders and the calls that may call one, judged once the walk is done."""
+
+    def __init__(self) -> None:
+        self.found: dict[tuple[str, bool], Forwarder] = {}
+        self.calls: list[tuple[ast.Call, Context]] = []
+
+    def note(self, value: ast.expr | None, scope: Scope | None, target: str, line: int) -> None:
+        """A TE call (or a forwarder's call) passing ``value``: a parameter of its function
+        makes that function a forwarder."""
+        if not isinstance(value, ast.Name) or scope is None or scope.node is None:
+            return
+        if scope.lookup(value.id) is not scope or value.id not in scope.params:
+            return
+        if scope.bindings.get(value.id):
+            return  # reassigned before the call: not passed on unchanged
+        function = scope.node
+        name = getattr(function, "name", None)
+        if not name:
+            return
+        method = scope.self_name is not None
+        key = (name, method)
+        if key not in self.found:
+            index = parameter_index(function, value.id, method)
+            self.found[key] = Forwarder(name, method, value.id, index, target, line)
+
+    def finish(self, a: Analysis) -> None:
+        """Judge each call of a forwarder (to a fixed point: a caller that passes its own
+        parameter on is a forwarder too). The calls are found by a walk of the lines that
+        spell a forwarder's name (every line with the gates off)."""
+        done: set[int] = set()
+        walked: set[str] = set()
+        while True:
+            names = {name for name, _ in self.found} - walked
+            if not names:
+                return
+            walked |= names
+            self.calls = []
+            marks = _lines_naming(a, names)
+            if marks is None or marks:
+                Walker(self._collect, marks).walk_body(a.tree.body, MODULE_CONTEXT)
+            for call, ctx in self.calls:
+                if id(call) in done:
+                    continue
+                forwarder = self._forwarder(call)
+                if forwarder is None:
+                    continue
+                value, keyword = _argument(call, forwarder)
+                if value is None:
+                    continue
+                done.add(id(call))
+                self._judge(a, call, ctx, forwarder, value, keyword)
+
+    def _collect(self, call: ast.Call, ctx: Context) -> None:
+        if self._forwarder(call) is not None:
+            self.calls.append((call, ctx))
+
+    def _forwarder(self, call: ast.Call) -> Forwarder | None:
+        func = call.func
+        if isinstance(func, ast.Name):
+            return self.found.get((func.id, False))
+        if (
+            isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and func.value.id in ("self", "cls")
+        ):
+            return self.found.get((func.attr, True))
+        return None
+
+    def _judge(
+        self,
+        a: Analysis,
+        call: ast.Call,
+        ctx: Context,
+        forwarder: Forwarder,
+        value: ast.expr,
+        keyword: ast.keyword | None,
+    ) -> None:
+        scope = a.scope_of(ctx)
+        spelled = dotted(call.func) or forwarder.name
+        target = f"`{spelled}`, which passes it to {forwarder.target}"
+        self.note(value, scope, target, forwarder.line)  # a forwarder of a forwarder
+        if a.tracker.branches_guarded(ctx.branches, scope):
+            return
+        if a.tracker.is_tracked(value, scope, loops=ctx.loops):
+            return
+        judgement = a.lifecycle.judge(value, scope, ctx)
+        if judgement.verdict is Verdict.MAINTAINED:
+            return
+        chain = Evidence(
+            f"`{forwarder.name}` passes its `{forwarder.param}` to {forwarder.target}",
+            forwarder.line,
+        )
+        judgement = judgement._replace(evidence=(chain, *judgement.evidence))
+        node: ast.AST = keyword if keyword is not None else value
+        fix = a.fixes.value_fix(value, scope, None, None, judgement=judgement)  # type: ignore[arg-type]
+        code = "TEM001" if keyword is not None else "TEM002"
+        a.report(code, node, target, fix, judgement)
+
+
+def _lines_naming(a: Analysis, names: set[str]) -> list[int] | None:
+    """The lines that spell one of ``names`` (ascending); None: walk every line."""
+    if a.source is None or not prefilter.GATES or not a.source.isascii():
+        return None
+    lines = a.lines()
+    return [n for n, line in enumerate(lines, start=1) if any(name in line for name in names)]
+
+
+def _argument(call: ast.Call, forwarder: Forwarder) -> tuple[ast.expr | None, ast.keyword | None]:
+    for keyword in call.keywords:
+        if keyword.arg == forwarder.param:
+            return keyword.value, keyword
+    index = forwarder.position
+    if index is not None and len(call.args) > index:
+        if any(isinstance(arg, ast.Starred) for arg in call.args[: index + 1]):
+            return None, None
+        return call.args[index], None
+    return None, None

@@ -1,0 +1,37 @@
+"""What ``fix`` would apply, counted the same in every face: ``check``'s findings keep a fix only
+where ``fix`` would apply it, and ``fix``'s "M remaining" is recounted in the text it wrote."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lint_rules.settings import Settings
+
+
+def only_applicable_fixes(text: str, findings: list, disable_noqa: bool) -> list:
+    """The findings, with no fix where ``fix`` would not apply it (a ``# noqa`` on a line the
+    fix spans, comments it cannot keep, an overlap), so that every face counts as ``fix`` does."""
+    if not any(f.fix is not None for f in findings):
+        return findings
+    import dataclasses
+
+    from lint_rules.fixing import apply_edits
+    from lint_rules.noqa import noqa_checker
+
+    fixable = [f for f in findings if f.fix is not None]
+    _, _, _, skipped = apply_edits(text, fixable, noqa_checker(text, disable_noqa))
+    if not skipped:
+        return findings
+    dropped = {id(f) for f in skipped}
+    return [dataclasses.replace(f, fix=None) if id(f) in dropped else f for f in findings]
+
+
+def left_after(text: str, settings: Settings, disable_noqa: bool, project: Any) -> tuple[str, ...]:
+    """The codes ``check`` reports in the fixed text: ``fix``'s "M remaining", recounted."""
+    from lint_rules.analysis import analyze_source
+    from lint_rules.noqa import filter_noqa
+
+    findings = analyze_source(text, settings, project=project)
+    if findings:
+        findings, _ = filter_noqa(findings, text, disable_noqa)
+    return tuple(sorted(f.code for f in findings if settings.reports(f.code)))
