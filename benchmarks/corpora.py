@@ -60,6 +60,12 @@ CORPORA: dict[str, CorpusSpec] = {
     "transformer-engine": TRANSFORMER_ENGINE,
 }
 
+NO_TE: dict[str, CorpusSpec] = {
+    "nemo_toolkit": CorpusSpec("nemo_toolkit", "1.23.0", package_dir="nemo"),
+    "transformers": CorpusSpec("transformers", "5.23.0", package_dir="transformers"),
+}
+"""Large trees that never use TE (``benchmarks/goal.py``): where the command must cost least."""
+
 # Released code the real-code acceptance tests pin (tests/test_real_code.py); not benchmarked.
 # The megatron-core wheels of these releases are CPython 3.11 builds (any registry client on
 # another interpreter still downloads them with --python-version).

@@ -47,13 +47,17 @@ def main(argv: list[str] | None = None) -> int:
     from lint_rules.cli.running import POOL_MIN_BYTES
 
     exe = str(Path(sys.executable).with_name("te-microbatch-lint"))
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # bytecode read as an installed package's is
     variants = {
         "-j1": ["--jobs", "1"],
         f"-j{args.jobs}": ["--jobs", str(args.jobs)],
         "default": [],
     }
-    print(f"# pool break-even, {args.jobs} cores, load {os.getloadavg()[0]:.2f}, "
-          f"POOL_MIN_BYTES={POOL_MIN_BYTES:,}, medians of {args.repeats}")
+    print(
+        f"# pool break-even, {args.jobs} cores, load {os.getloadavg()[0]:.2f}, "
+        f"POOL_MIN_BYTES={POOL_MIN_BYTES:,}, medians of {args.repeats}"
+    )
     print(f"| files | KB to parse | {' | '.join(f'{v} s' for v in variants)} | pool faster |")
     print("|---:|---:|" + "---:|" * len(variants) + "---|")
     for n_files in [int(n) for n in args.files.split(",")]:
@@ -64,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
             for rep in range(args.repeats + 1):
                 for name, extra in variants.items():
                     cmd = [exe, "check", "--isolated", "--no-cache", "--quiet", *extra, "."]
-                    result = run_timed(cmd, cwd=root)
+                    result = run_timed(cmd, cwd=root, env=env)
                     if rep:  # the first round warms the page and bytecode caches
                         times[name].append(result.wall_s)
             medians = {name: statistics.median(values) for name, values in times.items()}

@@ -21,7 +21,8 @@ TARGETS = {
     "worst_peak_mb_max": 300.0,
 }
 ISSUE_TORCHFIX_MEGATRON_S = 280.0
-"""TorchFix on megatron-core 0.19.2 as measured in issue 5 (used when not measured here)."""
+"""TorchFix on megatron-core 0.19.2 as measured once by ``run.py --with-torchfix`` (used when
+not measured in the run)."""
 
 CHECK = "check"
 CHECK_COLD = "check --no-cache"

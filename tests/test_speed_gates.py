@@ -14,7 +14,7 @@ import pytest
 
 import lint_rules.analysis
 from lint_rules import __version__
-from lint_rules.cli import command, running
+from lint_rules.cli import command, cpus, running
 
 ROOT = Path(__file__).resolve().parent.parent
 REEXPORT = ROOT / "fixtures" / "imports" / "reexport"
@@ -60,10 +60,18 @@ def test_only_the_init_that_an_import_goes_through_is_parsed(
     (tree / "unrelated").mkdir()
     (tree / "unrelated" / "__init__.py").write_text("from .mod import thing  # unrelated\n")
     (tree / "unrelated" / "mod.py").write_text("thing = 1\n")
+    # `import pkg` may reach every package under it: those whose text spells a name the
+    # index holds are read, the others not.
+    (tree / "pkg" / "other").mkdir()
+    (tree / "pkg" / "other" / "__init__.py").write_text("from .mod import thing  # other\n")
+    (tree / "pkg" / "again").mkdir()
+    (tree / "pkg" / "again" / "__init__.py").write_text("from ..layers import MyLinear as A\n")
+    (tree / "whole.py").write_text("import pkg  # is_first_microbatch\n")
     found = _check(capsys, tree)
     assert found == {("model.py", 5, "TEM002"), ("model.py", 6, "TEM001")}
     assert "from .layers import MyLinear, make_fc" in analysed  # pkg/__init__.py: re-exports
-    assert not any("unrelated" in line for line in analysed)
+    assert "from ..layers import MyLinear as A" in analysed
+    assert not any("unrelated" in line or "other" in line for line in analysed)
 
 
 def _sample(idle: int, busy: int, own: float, wall: float) -> running.CpuSample:
@@ -104,7 +112,7 @@ def test_no_proc_stat_falls_back_to_the_load_average(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr("os.getloadavg", lambda: (0.2, 0.2, 0.2))
     monkeypatch.setattr(running.CpuSample, "now", classmethod(lambda cls: blind))
     assert running.default_cpus(blind) == 2
-    assert running.idle_cores(blind, blind, 2) is None
+    assert cpus.idle_cores(blind, blind, 2) is None
 
 
 def test_a_window_too_short_to_say_is_waited_out(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -113,7 +121,7 @@ def test_a_window_too_short_to_say_is_waited_out(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr("os.sched_getaffinity", lambda pid: {0, 1}, raising=False)
     monkeypatch.setattr("os.cpu_count", lambda: 2)
     monkeypatch.setattr(running.CpuSample, "now", classmethod(lambda cls: next(samples)))
-    monkeypatch.setattr(running.time, "sleep", slept.append)
+    monkeypatch.setattr(cpus.time, "sleep", slept.append)
     assert running.default_cpus(_sample(0, 0, 0.0, 0.0)) == 2
     assert slept and 0 < slept[0] <= 0.05
 
@@ -148,6 +156,17 @@ def test_a_check_that_writes_nothing_loads_no_writer(tmp_path: Path) -> None:
     _, modules = _modules_after(tmp_path / "empty", "check", "--no-cache", ".")
     assert not {"lint_rules.cli.cache", "lint_rules.analysis", "lint_rules.fileio"} & modules
     assert not {"tempfile", "random"} & modules
+    cache = str(tmp_path / "cache")
+    _, modules = _modules_after(tmp_path / "empty", "check", "--cache-dir", cache, ".")
+    assert not {"lint_rules.analysis", "lint_rules.fileio", "tempfile"} & modules
     _, modules = _modules_after(tmp_path, "check", "--no-cache", "--jobs", "1", ".")
     assert "lint_rules.analysis.core" in modules  # the file was analysed
     assert not {"lint_rules.cli.cache", "tempfile", "random", "libcst"} & modules
+
+
+def test_state_lines_are_the_lines_that_spell_a_state_word() -> None:
+    from lint_rules.analysis.prefilter import state_lines
+
+    text = "a = 1\nself.Micro_Batch = 2  # microbatch\n\n\nx(current_microbatch)\r\nend\n"
+    expected = [n for n, line in enumerate(text.split("\n"), 1) if "micro" in line.lower()]
+    assert state_lines(text) == expected == [2, 5]

@@ -88,6 +88,12 @@ def _after_import(text: str, at: int) -> bool:
     return False
 
 
+def imports_te(text: str) -> bool:
+    """Whether the text may import TE (``_TE_IMPORT``): a file that may define a TE subclass
+    or factory without the index (a run over several files analyses these first)."""
+    return TE_ROOT in text and _imports_te(text)
+
+
 def _names_te_class(text: str) -> bool:
     """``_TE_CLASS_WORD.search(text)``, by ``str.find`` (~45 ms by the regex on megatron-core's
     files that import TE, ~5 ms so)."""

@@ -30,7 +30,6 @@ except ImportError:  # pragma: no cover - other Pythons
     from hashlib import blake2b
 
 from lint_rules import __version__
-from lint_rules.analysis.exports import Export
 from lint_rules.cli.running import Outcome, Reported
 
 ENV_DIR = "TE_MICROBATCH_LINT_CACHE_DIR"
@@ -59,6 +58,13 @@ def _row(path: str, row: list[Any]) -> Reported:
     for key in ("evidence", "edits"):  # JSON gave lists back: the dataclass holds tuples
         values[key] = tuple(tuple(step) for step in values.get(key, ()))
     return Reported(path, **values)
+
+
+def _export(row: list[Any]) -> Any:
+    """An ``analysis.Export`` (imported here: a run that hits no entry never loads the core)."""
+    from lint_rules.analysis.exports import Export
+
+    return Export(*row)
 
 
 ENTRY_FIELDS = 10
@@ -101,7 +107,7 @@ class ResultCache:
                 "keys": tuple(map(str, keys)),
                 "used": str(used),
                 "names": tuple(map(str, names)),
-                "exports": tuple((str(row[0]), Export(*row[1:])) for row in exports),
+                "exports": tuple((str(row[0]), _export(row[1:])) for row in exports),
                 "package": None if package is None else str(package),
                 "indexed": indexed is True,
             }

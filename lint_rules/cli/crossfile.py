@@ -150,24 +150,48 @@ def reaches(name: str, modules: set[str], ordered: list[str]) -> bool:
     return at < len(ordered) and ordered[at].startswith(name + ".")
 
 
+def _is_init(path: str) -> bool:
+    return os.path.basename(path) == "__init__.py"
+
+
 def needed(
     waiting: Mapping[int, Any],
     module_names: Mapping[int, list[str]],
     outcomes: Sequence[Outcome | None],
-    exports: bool,
+    index: Mapping[str, Export],
+    text_of: Callable[[int], str],
 ) -> list[int]:
-    """The places in ``waiting`` (``__init__.py`` that fail the prefilter) whose module a name
-    looked up by ``outcomes`` goes through (``pkg`` for ``pkg.MyLinear``), in order. None
-    while the run exports nothing (``exports``): an ``__init__.py`` that fails the prefilter
-    only passes on what the index holds."""
-    if not exports:
+    """The places in ``waiting`` (``__init__.py`` that fail the prefilter, ``text_of`` their
+    text) whose entries a name looked up by ``outcomes`` may read, in order. An
+    ``__init__.py`` that fails the prefilter only passes on what the index holds, under a
+    name its text spells (or through ``import *``); it is read for a name looked up in its
+    package (``pkg.MyLinear``: its text spells ``MyLinear``) and, for a name that is a
+    package above it (``import pkg`` reaches ``pkg.sub.MyLinear``, ``matched``), when its text
+    spells a name the index holds. None while the index is empty."""
+    if not index:
         return []
-    through: set[str] = set()
+    held = {key.rpartition(".")[2] for key in index}
+    parents: dict[str, set[str]] = {}
+    whole: set[str] = set()
     for outcome in outcomes:
         for name in outcome.names if outcome is not None else ():
-            parts = name.split(".")
-            through.update(".".join(parts[:end]) for end in range(1, len(parts) + 1))
-    return sorted(p for p in waiting if any(m in through for m in module_names[p]))
+            parent, _, last = name.rpartition(".")
+            parents.setdefault(parent, set()).add(last)
+            whole.add(name)
+
+    def reads(place: int) -> bool:
+        spelt: set[str] = set()
+        for module in module_names[place]:
+            spelt.update(parents.get(module, ()))
+            parts = module.split(".")
+            if any(".".join(parts[:end]) in whole for end in range(1, len(parts) + 1)):
+                spelt.update(held)
+        if not spelt:
+            return False
+        text = text_of(place)
+        return "*" in text or any(name in text for name in spelt)
+
+    return sorted(p for p in waiting if reads(p))
 
 
 def run_crossfile(
@@ -199,9 +223,11 @@ def run_crossfile(
         path = plan.files[place]
         return Project(layout[place][1], index, facts.without(path) if facts else None)
 
-    def analyse(places: list[int], index: Index, first: bool = False) -> Iterator[None]:
+    def analyse(
+        places: list[int], index: Index, first: bool = False, alone: bool = False
+    ) -> Iterator[None]:
         items = [(plan.files[p], settings[p], project(p, index)) for p in places]
-        pool = workers if first or len(places) >= REDO_POOL_MIN else 1
+        pool = workers if alone or len(places) >= REDO_POOL_MIN else 1
         for place, outcome in zip(places, _parse(check_file, check, items, pool)):
             outcomes[place] = outcome
             if first and on_parsed is not None:
@@ -243,19 +269,41 @@ def run_crossfile(
     # The first pass reads the exports of the files found in the cache: in an incremental run
     # a changed file that uses them is then analysed once, not twice.
     given = 0
-    facts: RunFacts | None = None  # the first pass shares them: known after it
-    cached = build_index(outcomes, module_names)
-    for _ in analyse([p for p in active if outcomes[p] is None], cached, first=True):
-        while checking and given < len(outcomes) and final(given):
-            yield outcomes[given]  # type: ignore[misc]
-            given += 1
-    waiting = dict(plan.deferred)
     index: Index = {}
+    facts: RunFacts | None = None  # the first pass shares them: known after it
+    # The files that import TE go first: they define the TE subclasses and factories the
+    # others use, which then see them in their first analysis instead of a second one.
+    todo = [p for p in active if outcomes[p] is None]
+    waves = [
+        [p for p in todo if p in plan.te_importers],
+        [p for p in todo if p not in plan.te_importers],
+    ]
+    waves = [wave for wave in waves if wave]
+    for wave in waves:
+        index = build_index(outcomes, module_names)
+        for _ in analyse(wave, index, first=True, alone=len(waves) == 1):
+            while checking and given < len(outcomes) and final(given):
+                yield outcomes[given]  # type: ignore[misc]
+                given += 1
+    waiting = dict(plan.deferred)
+    texts: dict[int, str] = {}
+
+    def text_of(place: int) -> str:
+        if place not in texts:
+            from lint_rules.fileio import SourceError, read_source
+
+            try:
+                texts[place] = read_source(plan.files[place]).text
+            except SourceError:
+                texts[place] = "*"  # read again by the analysis, which reports it
+        return texts[place]
+
+    index = {}
     facts = run_facts(outcomes, active)
-    rounds = 0
+    rounds = settling = 0
     while True:
         index = build_index(outcomes, module_names)
-        through = needed(waiting, module_names, [outcomes[p] for p in active], bool(index))
+        through = needed(waiting, module_names, [outcomes[p] for p in active], index, text_of)
         if through:  # the `__init__.py` that the names looked up so far go through
             for place in through:
                 settings[place] = waiting.pop(place)
@@ -268,7 +316,14 @@ def run_crossfile(
         again = [place for place in active if stale(place, index, keys)]
         if not again or rounds == MAX_ROUNDS:
             break
-        rounds += 1
+        # The files that export go first, until what they export settles: a file that only
+        # uses the index is then analysed again once, not once per link of a chain.
+        exporting = [p for p in again if outcomes[p].exports or _is_init(plan.files[p])]  # type: ignore[union-attr]
+        if exporting and len(exporting) < len(again) and settling < MAX_ROUNDS:
+            settling += 1
+            again = exporting
+        else:
+            rounds += 1
         for _ in analyse(again, index):
             pass
     for place in waiting:  # read for nothing: done as a file the prefilter rules out

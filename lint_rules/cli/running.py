@@ -16,7 +16,6 @@ import contextlib
 import functools
 import os
 import sys
-import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -26,6 +25,7 @@ try:  # the module behind hashlib.blake2b, without loading OpenSSL (a few ms at 
 except ImportError:  # pragma: no cover - other Pythons
     from hashlib import blake2b
 
+from lint_rules.cli.cpus import CpuSample, default_cpus
 from lint_rules.findings import char_column, split_lines
 from lint_rules.settings import Settings
 
@@ -476,6 +476,9 @@ class Plan:
     """Packages' ``__init__.py`` that fail the prefilter but import, and share no lifecycle
     fact (a run over several files): read for the index only if a file of the run imports
     from them (``cli.crossfile``)."""
+    te_importers: set[int] = field(default_factory=set)
+    """The places of the files to parse whose text imports TE (``cli.crossfile`` analyses
+    them first)."""
     started: CpuSample | None = None
     """The machine's CPU time when the first pass began (``default_cpus``)."""
 
@@ -497,13 +500,14 @@ def plan_files(
     if not files:  # nothing to read: neither the prefilter nor the reader is imported
         return Plan([], [], [], 0, started=started)
     from lint_rules.analysis import mentions_flag
-    from lint_rules.analysis.prefilter import mentions_state
+    from lint_rules.analysis.prefilter import imports_te, mentions_state
     from lint_rules.fileio import SourceError, read_source
 
     done: list[Outcome | None] = []
     to_parse: list[tuple[str, Settings]] = []
     passed: list[tuple[int, Settings]] = []
     deferred: list[tuple[int, Settings]] = []
+    te_importers: set[int] = set()
     size = 0
     for path in files:
         outcome = None
@@ -532,10 +536,12 @@ def plan_files(
                 if outcome is None and relevant:
                     to_parse.append((path, settings))
                     size += len(source.raw)
+                    if crossfile and imports_te(text):
+                        te_importers.add(len(done))
         done.append(outcome)
         if outcome is not None and on_done is not None:
             on_done()
-    return Plan(list(files), done, to_parse, size, passed, deferred, started)
+    return Plan(list(files), done, to_parse, size, passed, deferred, te_importers, started)
 
 
 def _may_reexport(path: str, text: str) -> bool:
@@ -548,16 +554,21 @@ def _may_reexport(path: str, text: str) -> bool:
 def pool_size(plan: Plan, jobs: int | None, cpus: int | None = None) -> int:
     """Workers for the parse pass: ``--jobs`` when given, else the idle cores (``cpus``, or
     ``default_cpus`` over the first pass), and only when the bytes to parse are enough to pay
-    for a pool."""
+    for a pool. With a pool, the analysis core is imported here, before the workers fork: once,
+    not by every worker of every pool the run starts."""
     if len(plan.to_parse) <= 1:
         return 1
     if jobs is not None:
-        return min(jobs, len(plan.to_parse))
-    if plan.bytes_to_parse < POOL_MIN_BYTES:
+        workers = min(jobs, len(plan.to_parse))
+    elif plan.bytes_to_parse < POOL_MIN_BYTES:
         return 1
-    if cpus is None:
-        cpus = default_cpus(plan.started)
-    return max(1, min(cpus, len(plan.to_parse)))
+    else:
+        if cpus is None:
+            cpus = default_cpus(plan.started)
+        workers = max(1, min(cpus, len(plan.to_parse)))
+    if workers > 1:
+        import lint_rules.analysis.core  # noqa: F401
+    return workers
 
 
 def run_plan(work: Work, job: Job, plan: Plan, workers: int) -> Iterator[Outcome]:
@@ -580,75 +591,3 @@ def _parse(
     init = functools.partial(_worker_init, job.mode == "write", os.getpid())
     with ProcessPoolExecutor(max_workers=workers, initializer=init) as pool, _reaped(pool):
         yield from pool.map(task, files, chunksize=chunksize)
-
-
-@dataclass(frozen=True)
-class CpuSample:
-    """The machine's CPU time (``/proc/stat``'s ``cpu`` line, in clock ticks; None where there
-    is none), this process's own CPU time and the clock, at one moment."""
-
-    ticks: tuple[int, ...] | None
-    own: float
-    wall: float
-
-    @classmethod
-    def now(cls) -> CpuSample:
-        ticks = None
-        try:
-            with open("/proc/stat", "rb") as handle:
-                line = handle.readline()
-            if line.startswith(b"cpu "):
-                ticks = tuple(int(field) for field in line.split()[1:9])
-        except (OSError, ValueError):
-            ticks = None
-        times = os.times()
-        return cls(ticks, times.user + times.system, time.monotonic())
-
-
-MIN_WINDOW_TICKS = 8
-"""Clock ticks (all cores together) below which a window says nothing (a tick is 10 ms)."""
-
-
-def idle_cores(before: CpuSample, after: CpuSample, cpus: int) -> float | None:
-    """Cores free for this process over the window: those the machine left idle, plus the
-    share this process itself kept busy (it would go to its pool). None without ``/proc/stat``
-    or over too short a window."""
-    if before.ticks is None or after.ticks is None:
-        return None
-    delta = [b - a for a, b in zip(before.ticks, after.ticks)]
-    total = sum(delta)  # user nice system idle iowait irq softirq steal (guest is in user)
-    wall = after.wall - before.wall
-    if total < MIN_WINDOW_TICKS or wall <= 0:
-        return None
-    idle = cpus * (delta[3] + delta[4]) / total
-    return idle + min(1.0, max(0.0, (after.own - before.own) / wall))
-
-
-def _cores() -> int:
-    if hasattr(os, "sched_getaffinity"):
-        return max(1, len(os.sched_getaffinity(0)))
-    return max(1, os.cpu_count() or 1)  # pragma: no cover - macOS, Windows
-
-
-def default_cpus(since: CpuSample | None = None) -> int:
-    """Cores this process may use that are not already busy: the idle share of the machine
-    over the window from ``since`` (the first pass's start) until now, rounded, at least one,
-    at most the cores it may run on. The window is what the machine does now, not a load
-    average, which keeps counting a run that just ended (the previous run of this command).
-    Without ``/proc/stat``: the cores less the one-minute load average."""
-    cores = _cores()
-    if since is not None:
-        after = CpuSample.now()
-        if after.ticks is not None and since.ticks is not None:
-            short = MIN_WINDOW_TICKS - (sum(after.ticks) - sum(since.ticks))
-            if short > 0:  # a few ms more: ticks come at 100 Hz per core
-                time.sleep(short / (100 * max(1, os.cpu_count() or 1)))
-                after = CpuSample.now()
-        idle = idle_cores(since, after, os.cpu_count() or cores)
-        if idle is not None:
-            return max(1, min(cores, int(idle + 0.5)))
-    try:
-        busy = os.getloadavg()[0]
-    except (AttributeError, OSError):  # pragma: no cover - Windows
-        busy = 0.0
-    return max(1, min(cores, int(cores - busy + 0.5)))
