@@ -15,10 +15,10 @@ from lint_rules.analysis import analyze_source
 CASES = Path(__file__).resolve().parents[1] / "fixtures" / "lifecycle"
 
 
-def _check(case: str) -> tuple[int, list[dict]]:
+def _check(case: str, output: str = "json") -> tuple[int, list[dict]]:
     proc = subprocess.run(
         [sys.executable, "-m", "lint_rules.cli", "check", "--no-cache", "--isolated"]
-        + ["--output-format", "json", "model"],
+        + ["--output-format", output, "model"],
         cwd=CASES / case,
         capture_output=True,
         text=True,
@@ -37,6 +37,16 @@ def test_a_flag_re_armed_only_under_fp8_is_reported_with_its_life() -> None:
     keys = ("path", "line", "column", "code", "verdict", "evidence")
     found = [{key: row[key] for key in keys} for row in rows]
     expected = json.loads((CASES / "rearm_under_fp8.expected.json").read_text())
+    assert found == expected
+
+
+def test_the_sarif_evidence_is_a_code_flow_code_scanning_shows() -> None:
+    """SARIF carries the same life as related locations and one thread of the code flow."""
+    rc, sarif = _check("rearm_under_fp8", "sarif")
+    assert rc == 1
+    results = sarif["runs"][0]["results"]  # type: ignore[call-overload]
+    found = [{key: r[key] for key in ("ruleId", "relatedLocations", "codeFlows")} for r in results]
+    expected = json.loads((CASES / "rearm_under_fp8.expected.sarif.json").read_text())
     assert found == expected
 
 
