@@ -141,13 +141,12 @@ def guard_binding(module: ast.Module, module_name: str, name: str) -> str | None
             if kind == "except" and how is not None:
                 fallbacks.append(stmt)
             todo.extend((kind, sub) for _, body in _blocks(stmt) for sub in body)
-        if imports_it and fallbacks:
-            handlers = top.handlers  # type: ignore[attr-defined]
+        if imports_it and fallbacks and top_try is not None:  # imports_it: it is a try
             defined = all(
                 any(isinstance(s, ast.FunctionDef) and s.name == name for s in h.body)
-                for h in handlers
+                for h in top_try.handlers
             )
-            if defined and not top.orelse and not top.finalbody:  # type: ignore[attr-defined]
+            if defined and not top_try.orelse and not top_try.finalbody:
                 bound = True
     return "bound" if bound else None
 
