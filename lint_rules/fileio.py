@@ -379,7 +379,7 @@ def _open_target(name: str, target: str) -> tuple[int, os.stat_result]:
 
 def _read_fd(fd: int, size: int) -> bytes:
     """The whole content behind ``fd`` (``size``: the expected size, a hint)."""
-    chunks = []
+    chunks: list[bytes] = []
     offset = 0
     while True:
         chunk = os.pread(fd, max(size - offset, 1 << 20), offset)
@@ -487,7 +487,6 @@ def _replace_checked(
         except OSError:
             return False
         return _identity(now) == expected and (there.st_dev, there.st_ino) == expected[:2]
-
 
     directory = os.path.dirname(target) or "."
     base = os.path.basename(target)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import warnings
+from typing import Protocol, cast
 
 from lint_rules.findings import char_column, split_lines
 
@@ -67,15 +68,36 @@ def _binds(stmt: ast.stmt, name: str) -> str | None:
     return "other" if any(n.id == name for n in names) else None
 
 
+class _TryLike(Protocol):
+    """What a ``try`` statement has, ``try``/``except*`` (Python 3.11+) included."""
+
+    body: list[ast.stmt]
+    orelse: list[ast.stmt]
+    finalbody: list[ast.stmt]
+    handlers: list[ast.ExceptHandler]
+
+
+def _as_try(stmt: ast.stmt) -> _TryLike | None:
+    """``stmt`` when it is a ``try`` or ``try``/``except*`` statement, else None."""
+    if isinstance(stmt, (ast.Try, getattr(ast, "TryStar", ast.Try))):
+        return cast(_TryLike, stmt)
+    return None
+
+
 def _blocks(stmt: ast.stmt) -> list[tuple[str, list[ast.stmt]]]:
     """The statement lists run at module level inside ``stmt``: (kind, body)."""
     if isinstance(stmt, ast.If):
         if _is_type_checking(stmt.test):
             return [("else", stmt.orelse)]
         return [("if", stmt.body), ("else", stmt.orelse)]
-    if isinstance(stmt, (ast.Try, getattr(ast, "TryStar", ast.Try))):
-        blocks = [("try", stmt.body), ("else", stmt.orelse), ("finally", stmt.finalbody)]
-        return blocks + [("except", handler.body) for handler in stmt.handlers]
+    try_stmt = _as_try(stmt)
+    if try_stmt is not None:
+        blocks = [
+            ("try", try_stmt.body),
+            ("else", try_stmt.orelse),
+            ("finally", try_stmt.finalbody),
+        ]
+        return blocks + [("except", handler.body) for handler in try_stmt.handlers]
     if isinstance(stmt, (ast.With, ast.AsyncWith, ast.For, ast.AsyncFor, ast.While)):
         return [("body", stmt.body), ("else", getattr(stmt, "orelse", []))]
     if hasattr(ast, "Match") and isinstance(stmt, ast.Match):  # pragma: no cover - 3.10+
@@ -103,8 +125,9 @@ def guard_binding(module: ast.Module, module_name: str, name: str) -> str | None
         if how is not None:
             what = "deleted" if how == "del" else "bound to something else"
             return f"`{name}` is {what} at line {top.lineno} of this module"
-        imports_it = isinstance(top, (ast.Try, getattr(ast, "TryStar", ast.Try))) and any(
-            _binds(sub, name) == wanted for sub in top.body
+        top_try = _as_try(top)
+        imports_it = top_try is not None and any(
+            _binds(sub, name) == wanted for sub in top_try.body
         )
         fallbacks = []
         todo = [(kind, stmt) for kind, body in _blocks(top) for stmt in body]
@@ -118,13 +141,12 @@ def guard_binding(module: ast.Module, module_name: str, name: str) -> str | None
             if kind == "except" and how is not None:
                 fallbacks.append(stmt)
             todo.extend((kind, sub) for _, body in _blocks(stmt) for sub in body)
-        if imports_it and fallbacks:
-            handlers = top.handlers  # type: ignore[attr-defined]
+        if imports_it and fallbacks and top_try is not None:  # imports_it: it is a try
             defined = all(
                 any(isinstance(s, ast.FunctionDef) and s.name == name for s in h.body)
-                for h in handlers
+                for h in top_try.handlers
             )
-            if defined and not top.orelse and not top.finalbody:  # type: ignore[attr-defined]
+            if defined and not top_try.orelse and not top_try.finalbody:
                 bound = True
     return "bound" if bound else None
 
@@ -154,8 +176,8 @@ def _header_end(lines: list[str], module: ast.Module) -> int:
         index = 1
     while (
         index < len(body)
-        and isinstance(body[index], ast.ImportFrom)
-        and body[index].module == "__future__"  # type: ignore[union-attr]
+        and isinstance(stmt := body[index], ast.ImportFrom)
+        and stmt.module == "__future__"
     ):
         index += 1
     if index:
@@ -240,10 +262,10 @@ def add_guard_import(text: str, dotted: str) -> str:
     merged = _merge_import(text, module, module_name, name)
     if merged is not None:
         return merged
-    after = _sorted_position(module, module_name)
-    if after is None:
-        after = _import_position(text, module)
-    return _insert_line(text, after, (line,))
+    sorted_after = _sorted_position(module, module_name)
+    if sorted_after is None:
+        sorted_after = _import_position(text, module)
+    return _insert_line(text, sorted_after, (line,))
 
 
 _IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
@@ -363,22 +385,20 @@ def _merge_import(text: str, module: ast.Module, module_name: str, name: str) ->
     index = next((i for i, other in enumerate(names) if order(other) > order(name)), len(names))
     before = index < len(names)
     alias = node.names[index if before else -1]
-    row = alias.lineno if before else alias.end_lineno  # type: ignore[attr-defined]
-    col = alias.col_offset if before else alias.end_col_offset  # type: ignore[attr-defined]
+    row = alias.lineno if before else alias.end_lineno
+    col = alias.col_offset if before else alias.end_col_offset
+    if row is None or col is None:  # an alias without an end position: unknown
+        return None
     line = lines[row - 1]
     at = _char_offset(lines, starts, (row, col))
     continued = row > 1 and lines[row - 2].rstrip("\r\n").endswith("\\")
     own_line = (
         node.lineno != node.end_lineno
         and not continued  # `import A, \` then `    B`: a new line would end the statement
-        and not line[
-            : char_column(
-                line, alias.col_offset
-            )  # type: ignore[attr-defined]
-        ].strip(" \t")
+        and not line[: char_column(line, alias.col_offset)].strip(" \t")
     )
     if own_line:
-        indent = line[: char_column(line, alias.col_offset)]  # type: ignore[attr-defined]
+        indent = line[: char_column(line, alias.col_offset)]
         newline = line[len(line.rstrip("\r\n")) :] or "\n"
         insert = f"{name},{newline}{indent}" if before else f",{newline}{indent}{name}"
     else:

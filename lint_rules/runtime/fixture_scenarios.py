@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
 import torch.nn.functional as F
@@ -78,7 +78,7 @@ def _autograd_main_grad(
         ]
         hidden = torch.tanh(F.linear(x, params["embedding.weight"], params["embedding.bias"]))
         hidden = F.dropout(hidden, p=config.dropout, training=True)
-        loss = 0.0
+        loss: torch.Tensor | float = 0.0
         for depth, target in zip(leaves, targets):
             hidden = torch.tanh(F.linear(hidden, depth, params["mtp_layer.bias"]))
             prediction = F.linear(
@@ -86,7 +86,8 @@ def _autograd_main_grad(
             )
             loss = loss + F.mse_loss(prediction, target)
         loss = loss / len(batch)
-        for grad in torch.autograd.grad(loss, leaves):
+        # a tensor: `targets` is never empty
+        for grad in torch.autograd.grad(cast(torch.Tensor, loss), leaves):
             total += grad
     return total
 

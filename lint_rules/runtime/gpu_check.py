@@ -72,6 +72,13 @@ def _label(check: Check, backend: Backend) -> tuple[str, str]:
     return str(getattr(outcome, "label", outcome)), str(getattr(outcome, "detail", ""))
 
 
+def _unavailable(check: Check, backend: Backend) -> str | None:
+    """Why ``check`` cannot run on ``backend`` (its FP8 recipe, or the backend itself)."""
+    if check.recipe is not None:  # check.fp8
+        return backend.fp8_unavailable(check.recipe)
+    return backend.unavailable()
+
+
 def judge(
     expected: str, primary: tuple[str, str], control: tuple[str, str] | None, note: str | None
 ) -> str:
@@ -109,12 +116,7 @@ def compare(
         }
         sides = [primary] + ([control] if control is not None else [])
         reason = next(
-            (
-                r
-                for b in sides
-                if (r := b.fp8_unavailable(check.recipe) if check.fp8 else b.unavailable())
-                is not None
-            ),
+            (r for b in sides if (r := _unavailable(check, b)) is not None),
             None,
         )
         if reason is not None:

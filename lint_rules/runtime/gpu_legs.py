@@ -68,7 +68,7 @@ def run_leg_matrix(
     (``identical`` or ``diverges at step K``) or ``error: ...``."""
     work = Path(workdir).resolve()
     work.mkdir(parents=True, exist_ok=True)
-    jobs = []
+    jobs: list[dict[str, Any]] = []
     for i, config in enumerate(configs):
         spec = write_fixture(config, work / f"src{i}")
         jobs.append({"name": config.name, "spec": spec, "kwargs": config.kwargs, "i": i})

@@ -7,6 +7,7 @@ three-leg resume check's configurations (:class:`~lint_rules.runtime.gpu_legs.Le
 
 from __future__ import annotations
 
+import types
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
@@ -112,7 +113,7 @@ def checks() -> list[Check]:
     return out
 
 
-def megatron_checks(ms: object) -> list[Check]:
+def megatron_checks(ms: types.ModuleType) -> list[Check]:
     """The Megatron-shaped wrapper: oracle, monitor after a resume, the limits of None."""
     model = "Megatron TELinear in MTP"
     out = []
@@ -120,8 +121,8 @@ def megatron_checks(ms: object) -> list[Check]:
         note = TE_UNSUPPORTED if recipe == "delayed" else None
         config = _config(recipe, BF16)
         for variant in ("unguarded", "guarded", "none"):
-            run = partial(ms.megatron_oracle, variant=variant, fp8=recipe)  # type: ignore[attr-defined]
-            expected = ms.megatron_expected(variant, recipe)  # type: ignore[attr-defined]
+            run = partial(ms.megatron_oracle, variant=variant, fp8=recipe)
+            expected = ms.megatron_expected(variant, recipe)
             out.append(
                 Check(f"megatron oracle {variant}", model, run, expected, recipe, config, note)
             )
@@ -132,7 +133,7 @@ def megatron_checks(ms: object) -> list[Check]:
             ("guarded", "silent", "repeated-call"),
             ("none", "silent", "silent"),
         ):
-            run = partial(ms.megatron_monitor, variant=variant, fp8=recipe)  # type: ignore[attr-defined]
+            run = partial(ms.megatron_monitor, variant=variant, fp8=recipe)
             expected = fp8 if recipe else plain
             out.append(
                 Check(
@@ -147,7 +148,7 @@ def megatron_checks(ms: object) -> list[Check]:
             "lost",
             None,
             BF16,
-        ),  # type: ignore[attr-defined]
+        ),
         Check(
             "fsdp overwrite_main_grad, fusion off",
             model,
@@ -155,7 +156,7 @@ def megatron_checks(ms: object) -> list[Check]:
             "kept",
             None,
             BF16,
-        ),  # type: ignore[attr-defined]
+        ),
     ]
     for variant, recompute, expected in (
         ("unguarded", False, "overwritten"),
@@ -163,7 +164,7 @@ def megatron_checks(ms: object) -> list[Check]:
         ("none", True, "accumulated"),
     ):
         name = f"reentrant recompute {variant}" + ("" if recompute else " (no recompute)")
-        run = partial(ms.reentrant_recompute, variant=variant, recompute=recompute)  # type: ignore[attr-defined]
+        run = partial(ms.reentrant_recompute, variant=variant, recompute=recompute)
         out.append(Check(name, model, run, expected, None, BF16))
     return out
 

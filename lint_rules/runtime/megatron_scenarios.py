@@ -13,7 +13,7 @@ Each returns an :class:`~lint_rules.runtime.scenarios.Outcome` like the other sc
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import torch
 import torch.nn.functional as F
@@ -55,7 +55,7 @@ def _oracle(training: Any, batch: list[Any]) -> dict[str, tuple[torch.Tensor, to
     for mb, (x, targets) in enumerate(batch):
         leaves = [{w: p[w].clone().requires_grad_(True) for w in WEIGHTS} for _ in targets]
         hidden = torch.tanh(F.linear(x.float(), p["embedding.weight"], p["embedding.bias"]))
-        loss = 0.0
+        loss: torch.Tensor | float = 0.0
         for depth, target in zip(leaves, targets):
             fc1 = F.linear(hidden, depth[WEIGHTS[0]], p["mtp.layers.0.linear_fc1.bias"])
             act = F.gelu(fc1, approximate="tanh")
@@ -63,11 +63,14 @@ def _oracle(training: Any, batch: list[Any]) -> dict[str, tuple[torch.Tensor, to
             out = F.linear(hidden, p["output_layer.weight"], p["output_layer.bias"])
             loss = loss + F.mse_loss(out, target)
         loss = loss / len(batch)
-        grads = torch.autograd.grad(loss, [d[w] for d in leaves for w in WEIGHTS])
+        # a tensor: `targets` is never empty
+        grads = torch.autograd.grad(
+            cast(torch.Tensor, loss), [d[w] for d in leaves for w in WEIGHTS]
+        )
         for i, grad in enumerate(grads):
-            depth, name = divmod(i, len(WEIGHTS))
+            at_depth, name = divmod(i, len(WEIGHTS))
             kept[WEIGHTS[name]] += grad
-            if not (mb == 0 and depth == 1):
+            if not (mb == 0 and at_depth == 1):
                 lost[WEIGHTS[name]] += grad
     return {w: (kept[w], lost[w]) for w in WEIGHTS}
 
@@ -157,7 +160,8 @@ def fsdp_overwrite(backend: Backend, *, fused: bool = True) -> Outcome:
     training.ddp.zero_grad_buffer()
     for x, targets in batch:
         outputs = training.model(x)
-        loss = sum(F.mse_loss(o.float(), t) for o, t in zip(outputs, targets)) / len(batch)
+        total = sum(F.mse_loss(o.float(), t) for o, t in zip(outputs, targets))
+        loss = cast(torch.Tensor, total) / len(batch)  # a tensor: `targets` is never empty
         loss.backward()
     if fused:
         training.ddp.finish_grad_sync()
@@ -187,7 +191,8 @@ def reentrant_recompute(backend: Backend, variant: str, *, recompute: bool) -> O
     params[name].main_grad.copy_(previous)
     for x, targets in batch:
         outputs = training.model(x)
-        loss = sum(F.mse_loss(o.float(), t) for o, t in zip(outputs, targets)) / len(batch)
+        total = sum(F.mse_loss(o.float(), t) for o, t in zip(outputs, targets))
+        loss = cast(torch.Tensor, total) / len(batch)  # a tensor: `targets` is never empty
         loss.backward()
     candidates = {"overwritten": this_step, "accumulated": previous + this_step}
     return classify(params[name].main_grad, candidates, tolerance(None), SEPARATION)

@@ -51,6 +51,8 @@ from lint_rules.runtime.monitor_hazards import (
 from lint_rules.runtime.monitor_stateful import stateful_base, watch_base_calls
 
 if TYPE_CHECKING:  # pragma: no cover - typing only, keeps the import light
+    from types import FrameType
+
     import torch
 
 __all__ = [
@@ -502,7 +504,7 @@ def _backward_probe() -> Callable[[], bool]:
 
 def _caller_level() -> int:
     """``stacklevel`` that points a warning at the code that called the module."""
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     level = 1
     while frame is not None and (
         frame.f_code.co_filename == __file__

@@ -69,6 +69,11 @@ def _unbound_flag_position(function: Any) -> tuple[int | None, Any] | None:
     return None
 
 
+def _set_forward(cls: type, forward: Any) -> None:
+    """Set ``cls.forward``: ``cls`` is any class, and ``type`` declares no ``forward``."""
+    setattr(cls, "forward", forward)  # noqa: B010 - a plain assignment does not type-check
+
+
 def watch_base_calls(base: type, module: Any, hook: Hook) -> Callable[[], None]:
     """Call ``hook(module, args, kwargs)`` whenever ``base.forward`` runs on ``module``.
 
@@ -87,7 +92,7 @@ def watch_base_calls(base: type, module: Any, hook: Hook) -> Callable[[], None]:
                         watcher(self, args, kwargs)
                 return original(self, *args, **kwargs)
 
-            base.forward = forward  # type: ignore[method-assign]
+            _set_forward(base, forward)
             _PATCHES[base] = (original, forward, table)
         table = _PATCHES[base][2]
         table.setdefault(id(module), []).append(hook)
@@ -105,7 +110,7 @@ def watch_base_calls(base: type, module: Any, hook: Hook) -> Callable[[], None]:
                 hooks.pop(id(module), None)
             if not hooks:
                 if base.__dict__.get("forward") is wrapper:
-                    base.forward = original  # type: ignore[method-assign]
+                    _set_forward(base, original)
                 del _PATCHES[base]
 
     return stop

@@ -49,7 +49,7 @@ scenarios have run on real TE.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Callable
+from typing import Any, Callable, TypedDict
 
 import torch
 import torch.nn.functional as F
@@ -232,6 +232,13 @@ def _only_defaults(**options: Any) -> None:
         raise NotImplementedError(f"reference_te does not model {', '.join(changed)}")
 
 
+class _Factory(TypedDict):
+    """The keyword arguments every parameter of a reference module is created with."""
+
+    dtype: torch.dtype
+    device: torch.device | str
+
+
 class _FusedWgradBase(torch.nn.Module):
     """Parameter creation, the FP8 workspaces and the GEMM shared by the reference modules."""
 
@@ -244,7 +251,7 @@ class _FusedWgradBase(torch.nn.Module):
     ) -> None:
         super().__init__()
         self.fuse_wgrad_accumulation = fuse_wgrad_accumulation
-        self._factory = {
+        self._factory: _Factory = {
             "dtype": params_dtype if params_dtype is not None else torch.get_default_dtype(),
             "device": device if device is not None else "cpu",
         }

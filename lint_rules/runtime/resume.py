@@ -294,13 +294,14 @@ def run_leg(
     setup = build_setup(
         factory, device=device, seed=seed, factory_kwargs=factory_kwargs, threads=threads
     )
-    start, digests = 0, {}
+    start = 0
+    digests: dict[int, dict[str, str]] = {}
     if resume_from is not None:
         start, digests = load_checkpoint(resume_from, setup)
 
     def maybe_save(step: int) -> None:
-        if save_at is not None and step == save_at:
-            save_checkpoint(checkpoint, setup, step, digests)  # type: ignore[arg-type]
+        if save_at is not None and step == save_at and checkpoint is not None:
+            save_checkpoint(checkpoint, setup, step, digests)
 
     train(setup, start + 1, steps, digests, maybe_save)
     result = {
@@ -388,7 +389,7 @@ def _finish(name: str, proc: subprocess.Popen[str], timeout: float) -> None:
         proc.kill()
         output, _ = proc.communicate()
         raise LegError(
-            f"leg {name} timed out after {timeout}s: {proc.args}\n{output[-3000:]}"
+            f"leg {name} timed out after {timeout}s: {proc.args!r}\n{output[-3000:]}"
         ) from None
     if proc.returncode != 0:
         raise LegError(

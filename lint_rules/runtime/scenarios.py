@@ -21,7 +21,7 @@ from __future__ import annotations
 import types
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import torch
 import torch.nn.functional as F
@@ -29,6 +29,7 @@ import torch.nn.functional as F
 from lint_rules.runtime import tolerances as tol
 from lint_rules.runtime.backends import Backend
 from lint_rules.runtime.fixtures import megatron_guard
+from lint_rules.runtime.main_grad import MainGradParameter
 
 KINDS = ("Linear", "LayerNormLinear", "LayerNormMLP", "GroupedLinear")
 HIDDEN = 256  # sizes in the hundreds, as in production (LayerNormMLP's FFN is 2 * HIDDEN)
@@ -153,7 +154,8 @@ def fused_weight_names(kind: str) -> list[str]:
     return ["weight"]
 
 
-def fused_weights(kind: str, module: torch.nn.Module) -> list[torch.nn.Parameter]:
+def fused_weights(kind: str, module: torch.nn.Module) -> list[MainGradParameter]:
+    """The weights ``kind``'s fused wgrad writes: the scenarios give them ``main_grad``."""
     return [getattr(module, name) for name in fused_weight_names(kind)]
 
 
@@ -181,7 +183,8 @@ def mirror(
         return F.linear(x, weights[0], p("bias"))
     if kind in ("LayerNormLinear", "LayerNormMLP"):
         width = x.shape[-1]
-        normed = F.layer_norm(x, (width,), p("layer_norm_weight"), p("layer_norm_bias"), module.eps)
+        eps = cast(float, module.eps)  # a float attribute: torch's stubs say Tensor | Module
+        normed = F.layer_norm(x, (width,), p("layer_norm_weight"), p("layer_norm_bias"), eps)
         if kind == "LayerNormLinear":
             return F.linear(normed, weights[0], p("bias"))
         fc1 = F.linear(normed, weights[0], p("fc1_bias"))
@@ -272,7 +275,7 @@ def accumulation(
             w.overwrite_main_grad = True
     x = torch.randn(TOKENS, HIDDEN, device=backend.device).to(DTYPES[dtype])
     probe = torch.randn(TOKENS, HIDDEN, device=backend.device).to(DTYPES[dtype])
-    flags = case.flags
+    flags: tuple[bool | None, ...] = case.flags
     if case.guard_config is not None:
         # Exactly the guarded call shape the linter accepts: `v if tracked(config) else None`.
         tracked = megatron_guard.is_first_microbatch_tracked(case.guard_config)
