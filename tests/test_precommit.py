@@ -58,9 +58,10 @@ def pre_commit() -> list[str]:
 def hook_repo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     """This project's working tree as a one-commit git repository: (path, commit)."""
     root = tmp_path_factory.mktemp("hooks") / "te-microbatch-lint"
-    shutil.copytree(
-        PROJECT / "lint_rules", root / "lint_rules", ignore=shutil.ignore_patterns("__pycache__")
-    )
+    for package in ("lint_rules", "te_microbatch_lint"):  # the packages pyproject.toml installs
+        shutil.copytree(
+            PROJECT / package, root / package, ignore=shutil.ignore_patterns("__pycache__")
+        )
     for name in ("pyproject.toml", ".pre-commit-hooks.yaml", "README.md"):
         if (PROJECT / name).exists():
             shutil.copy(PROJECT / name, root / name)
