@@ -38,6 +38,20 @@ def char_column(line: str, byte_col: int) -> int:
     return len(line.encode("utf-8")[:byte_col].decode("utf-8", "ignore"))
 
 
+def line_offsets(lines: list[str]) -> list[int]:
+    """Where each of ``lines`` (with their endings) starts in their joined text."""
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+    return starts
+
+
+def char_offset(lines: list[str], starts: list[int], position: Position) -> int:
+    """Absolute str index of an ``ast`` (line, UTF-8 byte column) position."""
+    line_no, byte_col = position
+    return starts[line_no - 1] + char_column(lines[line_no - 1], byte_col)
+
+
 @dataclass(frozen=True)
 class Edit:
     """Replace the source between ``start`` and ``end`` (exclusive) with ``replacement``."""

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from lint_rules.analysis import Project, analyze_source
 from lint_rules.deep import deep
-from lint_rules.findings import Finding, char_column, split_lines
+from lint_rules.findings import Finding, char_offset, line_offsets, split_lines
 from lint_rules.guard_import import GuardImportError, add_guard_import
 from lint_rules.noqa import filter_noqa, noqa_checker
 from lint_rules.settings import DEFAULT_SETTINGS, Settings
@@ -52,19 +52,6 @@ class FixResult:
     @property
     def changed(self) -> bool:
         return bool(self.applied)
-
-
-def _offsets(lines: list[str]) -> list[int]:
-    starts = [0]
-    for line in lines:
-        starts.append(starts[-1] + len(line))
-    return starts
-
-
-def _char_offset(lines: list[str], starts: list[int], position: tuple[int, int]) -> int:
-    """Absolute str index of an ``ast`` (line, UTF-8 byte column) position."""
-    line_no, byte_col = position
-    return starts[line_no - 1] + char_column(lines[line_no - 1], byte_col)
 
 
 def _overlaps(a: tuple[int, int], b: tuple[int, int]) -> bool:
@@ -149,7 +136,7 @@ def apply_edits(
     read (they would be lost).
     """
     lines = split_lines(text)
-    starts = _offsets(lines)
+    starts = line_offsets(lines)
     # Findings on one value carry one fix (the core shares TEM005's None), applied once.
     taken: list[tuple[int, int]] = []
     plan = _Plan()
@@ -174,8 +161,8 @@ def apply_edits(
             continue
         spans = []
         for e in fix.edits:
-            begin = _char_offset(lines, starts, e.start)
-            end = _char_offset(lines, starts, e.end)
+            begin = char_offset(lines, starts, e.start)
+            end = char_offset(lines, starts, e.end)
             after = lines[e.end[0] - 1][end - starts[e.end[0] - 1] :]
             replacement = keep_comments(text[begin:end], e.replacement, after)
             if replacement is None:
@@ -225,20 +212,20 @@ def _in_debug_text(text: str, findings: list[Finding]) -> dict[int, Finding]:
         warnings.simplefilter("ignore")
         tree = ast.parse(text)
     lines = split_lines(text)
-    starts = _offsets(lines)
+    starts = line_offsets(lines)
     fields: list[tuple[int, int]] = []
     for node in ast.walk(tree):
         if not isinstance(node, ast.FormattedValue) or node.value.end_lineno is None:
             continue
-        end = _char_offset(lines, starts, (node.value.end_lineno, node.value.end_col_offset or 0))
+        end = char_offset(lines, starts, (node.value.end_lineno, node.value.end_col_offset or 0))
         after = text[end : end + 64].lstrip(" \t\r\n")
         if after.startswith("=") and not after.startswith("=="):
-            begin = _char_offset(lines, starts, (node.value.lineno, node.value.col_offset))
+            begin = char_offset(lines, starts, (node.value.lineno, node.value.col_offset))
             fields.append((begin, end))
     found = {}
     for finding in findings:
         for edit in finding.fix.edits if finding.fix else ():
-            at = _char_offset(lines, starts, edit.start)
+            at = char_offset(lines, starts, edit.start)
             if any(begin <= at <= end for begin, end in fields):
                 found[id(finding)] = finding
     return found

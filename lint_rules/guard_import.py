@@ -14,20 +14,7 @@ import ast
 import warnings
 from typing import Protocol, cast
 
-from lint_rules.findings import char_column, split_lines
-
-
-def _offsets(lines: list[str]) -> list[int]:
-    starts = [0]
-    for line in lines:
-        starts.append(starts[-1] + len(line))
-    return starts
-
-
-def _char_offset(lines: list[str], starts: list[int], position: tuple[int, int]) -> int:
-    """Absolute str index of an ``ast`` (line, UTF-8 byte column) position."""
-    line_no, byte_col = position
-    return starts[line_no - 1] + char_column(lines[line_no - 1], byte_col)
+from lint_rules.findings import char_column, char_offset, line_offsets, split_lines
 
 
 def _binds(stmt: ast.stmt, name: str) -> str | None:
@@ -381,7 +368,7 @@ def _merge_import(text: str, module: ast.Module, module_name: str, name: str) ->
     if order is None:
         return None
     lines = split_lines(text)
-    starts = _offsets(lines)
+    starts = line_offsets(lines)
     index = next((i for i, other in enumerate(names) if order(other) > order(name)), len(names))
     before = index < len(names)
     alias = node.names[index if before else -1]
@@ -390,7 +377,7 @@ def _merge_import(text: str, module: ast.Module, module_name: str, name: str) ->
     if row is None or col is None:  # an alias without an end position: unknown
         return None
     line = lines[row - 1]
-    at = _char_offset(lines, starts, (row, col))
+    at = char_offset(lines, starts, (row, col))
     continued = row > 1 and lines[row - 2].rstrip("\r\n").endswith("\\")
     own_line = (
         node.lineno != node.end_lineno

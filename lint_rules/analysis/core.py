@@ -14,7 +14,7 @@ from lint_rules.analysis.fixes import FixBuilder, NoFixes
 from lint_rules.analysis.forwarders import Forwarders
 from lint_rules.analysis.gradient import Gradients
 from lint_rules.analysis.lifecycle import Judgement, Lifecycle
-from lint_rules.analysis.prefilter import state_lines, te_file
+from lint_rules.analysis.prefilter import interesting_lines, state_lines, te_file
 from lint_rules.analysis.project import Project
 from lint_rules.analysis.resolve import Resolver
 from lint_rules.analysis.stateful import StatefulCheck
@@ -24,7 +24,6 @@ from lint_rules.analysis.walk import (
     MODULE_CONTEXT,
     Context,
     Walker,
-    interesting_lines,
     loop_bound_names,
     loop_runs_backward,
 )

@@ -7,13 +7,13 @@ Every other file costs a search or two and is never parsed. ``_TE_IMPORT`` and
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 
 from lint_rules.te import FLAG, TE_MODULE_CLASSES, TE_ROOT
 
 GATES = True
 """Every text-level shortcut the analysis takes for speed asks this switch: this prefilter,
-``te_file``, the lines the walk visits (``walk.interesting_lines``), the calls it hands over,
+``te_file``, the lines the walk visits (``interesting_lines``), the calls it hands over,
 ``checks.may_be_module`` and ``checks._may_repeat``, the lines a run shares facts from
 (``state_lines``). Off (``tests/test_gates.py``), each gives its permissive answer, and the
 findings must be the same."""
@@ -135,20 +135,44 @@ def state_lines(text: str) -> list[int] | None:
             for n, line in enumerate(split_lines(lowered), start=1)
             if any(word in line for word in STATE_WORDS)
         ]
+    return hit_lines(lowered, STATE_WORDS)
+
+
+def hit_lines(text: str, needles: Sequence[str]) -> list[int]:
+    """The lines (1-based, ascending, each once) of a text with no carriage return that hold
+    one of ``needles``, by ``str.find`` (line numbers counted once through the text)."""
     hits: list[int] = []
-    for word in STATE_WORDS:
-        at = lowered.find(word)
+    for needle in needles:
+        at = text.find(needle)
         while at >= 0:
             hits.append(at)
-            at = lowered.find(word, at + 1)
+            at = text.find(needle, at + 1)
     numbers: list[int] = []
     line, counted = 1, 0
-    for at in sorted(hits):  # line numbers counted once through the text, not per hit
-        line += lowered.count("\n", counted, at)
+    for at in sorted(hits):
+        line += text.count("\n", counted, at)
         counted = at
         if not numbers or numbers[-1] != line:
             numbers.append(line)
     return numbers
+
+
+def interesting_lines(text: str, lines: Callable[[], list[str]], te_file: bool) -> list[int]:
+    """The lines (as ``ast`` numbers them, ascending) whose statements can hold a call a rule
+    looks at, from the text alone; ``lines()`` splits the text when that is needed.
+
+    A call passing the flag by keyword spells it, a splat spells ``**``, and a call with two
+    positional arguments (a positional flag, only looked for in files that import TE) has a
+    comma: a simple statement whose lines have none of these is not walked at all. Where only
+    the rare spellings count, they are searched in the whole text, not line by line.
+    """
+    if te_file or "\r" in text:
+        if te_file:
+            hits = ["," in line or FLAG in line or "**" in line for line in lines()]
+        else:
+            hits = [FLAG in line or "**" in line for line in lines()]
+        return [number for number, hit in enumerate(hits, start=1) if hit]
+    return hit_lines(text, (FLAG, "**"))
 
 
 def mentions_state(text: str) -> bool:

@@ -154,37 +154,6 @@ def loop_steps_optimizer(loop: ast.AST) -> bool:
     return False
 
 
-def interesting_lines(text: str, lines: Callable[[], list[str]], te_file: bool) -> list[int]:
-    """The lines (as ``ast`` numbers them, ascending) whose statements can hold a call a rule
-    looks at, from the text alone; ``lines()`` splits the text when that is needed.
-
-    A call passing the flag by keyword spells it, a splat spells ``**``, and a call with two
-    positional arguments (a positional flag, only looked for in files that import TE) has a
-    comma: a simple statement whose lines have none of these is not walked at all. Where only
-    the rare spellings count, they are searched in the whole text, not line by line.
-    """
-    if te_file or "\r" in text:
-        if te_file:
-            hits = ["," in line or FLAG in line or "**" in line for line in lines()]
-        else:
-            hits = [FLAG in line or "**" in line for line in lines()]
-        return [number for number, hit in enumerate(hits, start=1) if hit]
-    found = set()
-    for needle in (FLAG, "**"):
-        at = text.find(needle)
-        while at >= 0:
-            found.add(at)
-            at = text.find(needle, at + 1)
-    numbers: list[int] = []
-    line, counted = 1, 0
-    for at in sorted(found):
-        line += text.count("\n", counted, at)
-        counted = at
-        if not numbers or numbers[-1] != line:
-            numbers.append(line)
-    return numbers
-
-
 _DECORATED = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef})
 
 
