@@ -104,6 +104,10 @@ def _names(key: str, value: object) -> tuple[str, ...]:
 
 
 def _codes(key: str, value: object) -> tuple[str, ...]:
+    if isinstance(value, (list, tuple)) and any(
+        isinstance(v, str) and not v.strip() for v in value
+    ):
+        raise SettingsError(f"{key}: an empty rule code selects nothing: remove it, or use ALL")
     codes = tuple(code.upper() for code in _strings(key, value))
     for code in codes:
         if code != "ALL" and not any(known.startswith(code) for known in RULES):
@@ -415,6 +419,10 @@ def _file_values(pyproject: Path, table: dict[str, Any]) -> dict[str, Any]:
             hint = f" (did you mean {_KEY_ALIASES.get(close[0], close[0])!r}?)" if close else ""
             raise SettingsError(f"{pyproject}: unknown key {key!r} in [{TABLE}]{hint}")
         option = OPTION_BY_KEY[canonical]
+        if option.field in values:  # `unsafe-fixes` and `unsafe_fixes` in one table
+            raise SettingsError(
+                f"{pyproject}: [{TABLE}] sets {option.key!r} twice (as {key!r} too): keep one"
+            )
         try:
             _toml_type(option, value)
             values[option.field] = option.check(option.key, value)

@@ -97,6 +97,8 @@ BAD_PYPROJECT = [
     ('exclude = "build"', "exclude"),
     ('select = "TEM001"', "select"),
     ('unsafe-fixes = "true"', "unsafe-fixes"),
+    ('select = [""]', "select"),  # an empty code selected nothing, silently
+    ("unsafe-fixes = true\nunsafe_fixes = false", "unsafe-fixes"),  # one key, two spellings
 ]
 
 
