@@ -539,7 +539,7 @@ def lifecycle_digest(keys: Sequence[str], run: RunFacts) -> str:
         return ""
     writes = sorted(w for k in keys if not k.startswith("fn:") for w in run.writes(k))
     names = {k[3:] for k in keys if k.startswith("fn:")}
-    names.update(_last(w.function) for w in writes)
+    names.update(_last(w.function) for w in writes if _re_arms(w))  # only their callers count
     calls = sorted(c for n in sorted(names) for c in run.calls(n))
     if not (writes or calls or run.getters):
         return ""
