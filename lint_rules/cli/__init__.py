@@ -16,7 +16,7 @@ TYPE_CHECKING = False  # not `typing.TYPE_CHECKING`: `--version` imports nothing
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-__all__ = ["main"]
+__all__ = ["console", "main"]
 
 
 VERSION_ONLY = (["--version"],)
@@ -39,3 +39,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("te-microbatch-lint: interrupted", file=sys.stderr)
         return 130
+
+
+def console() -> None:
+    """The console script (and ``python -m lint_rules.cli``): ``main``'s exit code. After a
+    signal tore down a process pool (Ctrl-C during ``-j N``), the workers are already ended
+    and every file is either as it was or fully fixed (``running._reaped``): the process then
+    exits at once, without joining the pool's threads, whose queues a killed worker may have
+    left blocked for ever."""
+    code = main()
+    running = sys.modules.get("lint_rules.cli.running")
+    if running is not None and getattr(running, "POOL_INTERRUPTED", False):
+        import contextlib
+        import os
+
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing to say
+                stream.flush()
+        os._exit(code)
+    raise SystemExit(code)

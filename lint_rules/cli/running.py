@@ -414,6 +414,10 @@ def _worker_init(write: bool, parent: int) -> None:
         os._exit(1)
 
 
+POOL_INTERRUPTED = False
+"""A signal or an exception tore down a process pool of this run (``cli.console``)."""
+
+
 @contextlib.contextmanager
 def _reaped(pool: Any) -> Iterator[None]:
     """While the pool runs: SIGTERM, SIGHUP and SIGINT end its workers first, then do what
@@ -449,6 +453,8 @@ def _reaped(pool: Any) -> Iterator[None]:
     try:
         yield
     except BaseException:
+        global POOL_INTERRUPTED
+        POOL_INTERRUPTED = True  # the console script then exits without joining the pool
         reap()
         pool.shutdown(wait=False, cancel_futures=True)
         raise
