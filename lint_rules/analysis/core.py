@@ -77,6 +77,9 @@ class Analysis:
         self.reported_keys: set[int] = set()
         self.reported_shared: set[int] = set()
         self.sites: dict[int, list[checks.CallSite]] = {}
+        self.marks: list[int] | None = None
+        """The lines that can hold a call a rule looks at (``prefilter.interesting_lines``);
+        None without a source or with the gates off (every line may)."""
         self._loops: dict[int, tuple[set[str], bool]] = {}
 
     def _prepare(self) -> None:
@@ -105,6 +108,7 @@ class Analysis:
         if self.source is not None and prefilter.GATES:
             te = self.mentions_te
             marks = _merged(interesting_lines(t, ls or self.lines, te) for t, ls in self._texts)
+            self.marks = marks
             if not marks:
                 return self.findings  # no line can hold a call a rule looks at
         positional: int | None = 2 if self.mentions_te else 1 << 30
@@ -128,7 +132,9 @@ class Analysis:
         if project is not None:
             if self._pending:
                 self._prepare()
-            project.collect(self.resolver, self.lines() if self.source is not None else None)
+            project.collect(
+                self.resolver, self.lines() if self.source is not None else None, self.marks
+            )
             lines = state_lines(self.source) if self.source is not None else None
             project.facts = collect(self.tree, lines, self.source)
             project.keys = tuple(sorted(self.lifecycle.keys))

@@ -166,7 +166,12 @@ class Project:
             return NOT_TE if export.forward else Kind(Tag.UNBOUND, export.te_base)
         return UNKNOWN
 
-    def collect(self, resolver: Resolver, lines: list[str] | None = None) -> None:
+    def collect(
+        self,
+        resolver: Resolver,
+        lines: list[str] | None = None,
+        flag_lines: list[int] | None = None,
+    ) -> None:
         """What this file exports: module-level TE subclasses, factories of TE modules, and
         names it imports from the index (a package's ``__init__`` re-exporting them).
         ``lines``: the source's, where a function that never spells ``yield`` is told not to
@@ -178,7 +183,7 @@ class Project:
             if te:
                 forward = classes.defines(node, "forward")
                 export = _export("class", classes.instance(node), name, te, forward)
-                flag = state_flag(resolver, node)
+                flag = state_flag(resolver, node, flag_lines)
                 if flag is not None:
                     export = export._replace(stateful=flag.attr)
                 self.exports[name] = export

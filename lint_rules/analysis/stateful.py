@@ -17,6 +17,7 @@ import ast
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from lint_rules.analysis import prefilter
 from lint_rules.analysis.kinds import Kind, Tag, TEModule
 from lint_rules.analysis.nodes import dotted
 from lint_rules.analysis.walk import COMPREHENSIONS, Context, Walker, exclusive
@@ -26,6 +27,7 @@ from lint_rules.te import FLAG, FLAG_POSITION
 
 if TYPE_CHECKING:
     from lint_rules.analysis.core import Analysis
+    from lint_rules.analysis.project import Project
     from lint_rules.analysis.resolve import Resolver
 
 _DEPTH = 4
@@ -41,10 +43,18 @@ class StateFlag:
     col: int
 
 
-def state_flag(resolver: Resolver, cls: ast.ClassDef) -> StateFlag | None:
+def state_flag(
+    resolver: Resolver, cls: ast.ClassDef, marks: list[int] | None = None
+) -> StateFlag | None:
     """The attribute a class's methods pass to a TE module as the flag, if any: ``self.X``,
-    or a local whose assignment reads ``self.X`` (``None if cond else self.X``)."""
+    or a local whose assignment reads ``self.X`` (``None if cond else self.X``). ``marks``:
+    the lines that can hold a call passing the flag (``prefilter.interesting_lines``); a class
+    with none passes no flag."""
+    if marks is not None and not prefilter.spans_a_mark(marks, cls):
+        return None
     symbols = resolver.symbols
+    if not prefilter.class_may_pass_flag(symbols, cls):
+        return None
     info = symbols.class_info(cls)
     for method in info.methods.values():
         args = method.args.posonlyargs + method.args.args
@@ -114,8 +124,18 @@ class StatefulCheck:
 
     def flag_of(self, cls: ast.ClassDef) -> StateFlag | None:
         if id(cls) not in self._flags:
-            self._flags[id(cls)] = state_flag(self.a.resolver, cls)
+            self._flags[id(cls)] = state_flag(self.a.resolver, cls, self.a.marks)
         return self._flags[id(cls)]
+
+    def _may_hold_a_project_wrapper(self, project: Project) -> bool:
+        """Whether the file may tie a module to a stateful wrapper of another file of the run:
+        it names one (or a factory, which may build one) in its text."""
+        names = {
+            key.rsplit(".", 1)[-1]
+            for key, export in project.index.items()
+            if export.stateful or export.kind == "factory"
+        }
+        return bool(names) and prefilter.spells_any(self.a.source, names)
 
     def tie(self, kind: Kind, depth: int = 0) -> tuple[Evidence, ...] | None:
         """The chain from a value to a stateful TE wrapper it is or holds, if any."""
@@ -163,7 +183,7 @@ class StatefulCheck:
         classes = a.symbols.all_classes()
         project = a.project
         if not any(self.flag_of(cls) for cls in classes) and not (
-            project is not None and any(e.stateful for e in project.index.values())
+            project is not None and self._may_hold_a_project_wrapper(project)
         ):
             return  # no stateful wrapper in the file or in the run
         gradients = a.gradients
