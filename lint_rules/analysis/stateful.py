@@ -75,6 +75,12 @@ def state_flag(
             positional = len(node.args) >= 2
             if not values and not positional:
                 continue
+            # Only a value read off `self` can make the class stateful: resolve no other call
+            # (a positional flag is never the first argument).
+            if not any(
+                _reads_self(v, self_name, locals_from_self) for v in values or node.args[1:]
+            ):
+                continue
             callee = resolver.callee(node, symbols.scope(method, None, cls))
             if not isinstance(callee, TEModule):
                 continue
@@ -97,6 +103,13 @@ def state_flag(
                 if attr is not None:
                     return StateFlag(attr, value.lineno, value.col_offset)
     return None
+
+
+def _reads_self(value: ast.expr, self_name: str, locals_from_self: dict[str, str]) -> bool:
+    """``self.X``, or a local assigned from it: what ``state_flag`` takes for the state."""
+    if isinstance(value, ast.Attribute):
+        return _is_name(value.value, self_name)
+    return isinstance(value, ast.Name) and value.id in locals_from_self
 
 
 def _self_attribute_read(value: ast.expr, self_name: str) -> str | None:
