@@ -104,9 +104,7 @@ def _names(key: str, value: object) -> tuple[str, ...]:
 
 
 def _codes(key: str, value: object) -> tuple[str, ...]:
-    if isinstance(value, (list, tuple)) and any(
-        isinstance(v, str) and not v.strip() for v in value
-    ):
+    if isinstance(value, (list, tuple)) and "" in (str(v).strip() for v in value):
         raise SettingsError(f"{key}: an empty rule code selects nothing: remove it, or use ALL")
     codes = tuple(code.upper() for code in _strings(key, value))
     for code in codes:
