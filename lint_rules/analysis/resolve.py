@@ -458,43 +458,13 @@ class Resolver:
         if kind.tag is Tag.FUNCTION and isinstance(kind.node, _FUNCTIONS):
             return self.returns(kind.node, kind.scope, None)
         if kind.tag is Tag.QUALNAME:
-            return self._library_call(kind.name, call, scope)
+            return library_call(self, kind.name, call, scope)
         if kind.tag is Tag.FORWARDER and kind.name == "partial" and call.args:
             inner = self.resolve(call.args[0], scope)
             if inner.tag is Tag.TE_INSTANCE and len(call.args) > 1:
                 return te_instance("")  # bound positional arguments move the flag
             return inner
         return unknown(f"the result of `{dotted(func) or 'a call'}`")
-
-    def _library_call(self, qual: str, call: ast.Call, scope: Scope | None) -> Kind:
-        symbols = self.symbols
-        if symbols.helpers:  # `X, HAVE_X = safe_import_from("pkg", "X")` inside a function
-            imported = optional_import(call, symbols.helpers, symbols.alias_choices)
-            if imported is not None:
-                return container([self.qualname_kind(imported), NOT_TE])
-        short = qual.rsplit(".", 1)[-1]
-        if qual.startswith(TE_ROOT + ".") and short == TE_GRAPH_FACTORY:
-            return GRAPHED
-        if qual in PASS_THROUGH and call.args:
-            return self.resolve(call.args[0], scope)
-        if qual in ("enumerate", "zip", "reversed") and call.args:
-            parts = [self.element_of(self.resolve(a, scope)) for a in call.args]
-            if qual == "enumerate":
-                return Kind(Tag.CONTAINER, element=container([NOT_TE, parts[0]]))
-            if qual == "zip":
-                return Kind(Tag.CONTAINER, element=container(parts))
-            return Kind(Tag.CONTAINER, element=parts[0])
-        if qual in _CONTAINER_FACTORIES or short in ("ModuleList", "Sequential", "ModuleDict"):
-            elements = [self.resolve(a, scope) for a in call.args]
-            if short in ("ModuleList", "list", "tuple", "ModuleDict") and elements:
-                first = elements[0]
-                if first.tag is Tag.CONTAINER:
-                    return first
-                return Kind(Tag.CONTAINER, element=self.element_of(first))
-            return container(elements)
-        if torch_class(qual):
-            return NOT_TE  # torch.nn.Linear(...) and the like
-        return unknown(f"the result of `{qual}`")
 
     def returns(
         self,
@@ -567,3 +537,35 @@ def _legacy_te_checkpoint(call: ast.Call) -> bool:
         return isinstance(second.value, bool)
     spelled = dotted(second) or ""
     return spelled.rsplit(".", 1)[-1] == "distribute_saved_activations"
+
+
+def library_call(resolver: Resolver, qual: str, call: ast.Call, scope: Scope | None) -> Kind:
+    """What a call of the library function ``qual`` (outside the file and TE) returns."""
+    symbols = resolver.symbols
+    if symbols.helpers:  # `X, HAVE_X = safe_import_from("pkg", "X")` inside a function
+        imported = optional_import(call, symbols.helpers, symbols.alias_choices)
+        if imported is not None:
+            return container([resolver.qualname_kind(imported), NOT_TE])
+    short = qual.rsplit(".", 1)[-1]
+    if qual.startswith(TE_ROOT + ".") and short == TE_GRAPH_FACTORY:
+        return GRAPHED
+    if qual in PASS_THROUGH and call.args:
+        return resolver.resolve(call.args[0], scope)
+    if qual in ("enumerate", "zip", "reversed") and call.args:
+        parts = [resolver.element_of(resolver.resolve(a, scope)) for a in call.args]
+        if qual == "enumerate":
+            return Kind(Tag.CONTAINER, element=container([NOT_TE, parts[0]]))
+        if qual == "zip":
+            return Kind(Tag.CONTAINER, element=container(parts))
+        return Kind(Tag.CONTAINER, element=parts[0])
+    if qual in _CONTAINER_FACTORIES or short in ("ModuleList", "Sequential", "ModuleDict"):
+        elements = [resolver.resolve(a, scope) for a in call.args]
+        if short in ("ModuleList", "list", "tuple", "ModuleDict") and elements:
+            first = elements[0]
+            if first.tag is Tag.CONTAINER:
+                return first
+            return Kind(Tag.CONTAINER, element=resolver.element_of(first))
+        return container(elements)
+    if torch_class(qual):
+        return NOT_TE  # torch.nn.Linear(...) and the like
+    return unknown(f"the result of `{qual}`")
