@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Sequence
 
+from lint_rules.analysis.lifecycle import first_value_name
 from lint_rules.analysis.symbols import (
     Branch,
     ModuleSymbols,
@@ -171,22 +172,6 @@ class Tracker:
 
 
 def _first_index_name(value: ast.expr) -> str | None:
-    """The ``i`` of ``i == 0``, ``0 == i``, ``i < 1``, ``i <= 0`` or ``not i``."""
-    if isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.Not):
-        return value.operand.id if isinstance(value.operand, ast.Name) else None
-    if not (isinstance(value, ast.Compare) and len(value.ops) == 1):
-        return None
-    left, op, right = value.left, value.ops[0], value.comparators[0]
-    if isinstance(right, ast.Name) and isinstance(left, ast.Constant):
-        left, right = right, left
-        op = {ast.Gt: ast.Lt(), ast.GtE: ast.LtE()}.get(type(op), op)
-    if not (isinstance(left, ast.Name) and isinstance(right, ast.Constant)):
-        return None
-    bound = right.value
-    if isinstance(bound, bool) or not isinstance(bound, int):
-        return None
-    if (isinstance(op, ast.Eq) and bound == 0) or (isinstance(op, ast.LtE) and bound == 0):
-        return left.id
-    if isinstance(op, ast.Lt) and bound == 1:
-        return left.id
-    return None
+    """The ``i`` of ``i == 0``, ``0 == i``, ``i < 1``, ``i <= 0`` or ``not i`` (a plain name)."""
+    node = first_value_name(value)
+    return node.id if isinstance(node, ast.Name) else None
