@@ -7,10 +7,11 @@ within the file (``symbols`` for module bindings, ``scopes`` for a function's, `
 for the classes it defines, ``nodes`` for small facts about nodes; ``resolve`` and
 ``classes`` for meanings, ``kinds`` for the values, among them the typed ``Callee``;
 ``project`` adds what the other files of a CLI run export), so that a same-named keyword to a
-non-TE function is never reported; ``tracking`` tells guarded and tracked values; ``checks``
-holds one function per rule; ``fixes`` builds edits when a face asks for them; ``core`` ties
-them together for one file. Scopes and classes are read lazily,
-only where a call needs them, and statements whose lines cannot hold such a call are not
+non-TE function is never reported; ``tracking`` tells guarded and tracked values, and
+``lifecycle`` (over ``facts``) judges the rest; ``sites`` says what a call passes, and
+``checks`` holds one rule object per code, each owning its state; ``fixes`` builds edits when a
+face asks for them; ``core`` ties them together for one file. Scopes and classes are read
+lazily, only where a call needs them, and statements whose lines cannot hold such a call are not
 walked, which keeps the cost near ``ast.parse`` (benchmarks/README.md).
 """
 

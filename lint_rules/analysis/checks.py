@@ -1,62 +1,224 @@
-"""The rules, one function per code, each reading like its row in ``docs/rules.md``.
+"""The rules: one object per code, each reading like its row in ``docs/rules.md``.
 
-``check_call`` finds out what a call passes and to what (``FlagCall``), then asks each rule.
+Every rule has the one interface of ``Rule``: ``visit`` is handed each call that passes the
+flag (a ``FlagCall``, built once by ``sites.flag_call``), ``finish`` runs once the walk is done,
+and whatever a rule remembers between the two (what it reported, the calls it keeps for later)
+is its own. ``Analysis`` makes one of each per file (``RULES``) and owns nothing of theirs.
 """
 
 from __future__ import annotations
 
 import ast
-import functools
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from lint_rules.analysis import prefilter
-from lint_rules.analysis.lifecycle import Verdict
-from lint_rules.analysis.resolve import Callee, TEModule, TERejects, Unresolved
-from lint_rules.analysis.stateful import constant_index
+from lint_rules.analysis.lifecycle import Judgement, Verdict
+from lint_rules.analysis.resolve import TERejects
+from lint_rules.analysis.sites import FlagCall, call_key, describe, runs_after, target_text
+from lint_rules.analysis.stateful import StatefulCheck
 from lint_rules.analysis.symbols import (
     Branch,
     Scope,
     constant_str,
-    contains,
     dotted,
     is_none,
     runs_before,
-    span,
     stores_flag,
 )
-from lint_rules.analysis.walk import COMPREHENSIONS, Context, Walker, exclusive
+from lint_rules.analysis.walk import Context, Walker, exclusive
 from lint_rules.findings import Evidence, Fix
-from lint_rules.rules import callee_text, repeat_text
-from lint_rules.te import FLAG, FLAG_POSITION, FORWARDERS
+from lint_rules.rules import callee_text
+from lint_rules.te import FLAG
 
 if TYPE_CHECKING:
     from lint_rules.analysis.core import Analysis
+    from lint_rules.analysis.forwarders import Forwarded
 
 
-@dataclass
-class FlagCall:
-    """A call to a TE module (or an unresolved callee) and how it passes the flag."""
+class Rule:
+    """One code's rule over one file. Subclasses set ``code`` and override what they use."""
 
-    call: ast.Call
-    ctx: Context
-    scope: Scope | None
-    callee: Callee
-    guarded: bool
-    """The call sits in a branch that runs only when a guard returned True."""
-    keyword: ast.keyword | None
-    index: int | None
-    """The positional index of the flag, when it is passed positionally to a known class."""
-    value: ast.expr | None
-    node: ast.AST | None
-    """Where a finding about the flag is reported: the keyword or the positional argument."""
-    repeated: str | None
-    """Why the call may run more than once per forward (TEM005), if it may."""
+    code: ClassVar[str]
 
-    @functools.cached_property
-    def target(self) -> str:
-        """The ``{callee}`` text of the messages (built only for a finding)."""
-        return target_text(self.call, self.callee)
+    def __init__(self, a: Analysis) -> None:
+        self.a = a
+
+    def visit(self, site: FlagCall) -> None:
+        """A call that passes the flag, in the order the walk finds them."""
+
+    def forwarded(self, site: Forwarded) -> None:
+        """A call of an in-file function that passes its argument on to TE (``forwarders``)."""
+
+    def finish(self) -> None:
+        """Once every call of the file has been visited."""
+
+    def report(
+        self,
+        node: ast.AST,
+        target: str,
+        fix: Fix | None,
+        judgement: Judgement | None = None,
+        evidence: tuple[Evidence, ...] = (),
+        **extra: str,
+    ) -> None:
+        self.a.report(self.code, node, target, fix, judgement, evidence, **extra)
+
+    def stale(
+        self,
+        value: ast.expr,
+        scope: Scope | None,
+        ctx: Context,
+        guarded: bool,
+        loops: Sequence[ast.AST] | None = None,
+    ) -> Judgement | None:
+        """The lifecycle's judgement of a value passed as the flag, unless it is maintained
+        (guarded, tracked in ``loops``, by default the call's, or judged so): what TEM001-003
+        report."""
+        a = self.a
+        loops = ctx.loops if loops is None else loops
+        if guarded or a.tracker.is_tracked(value, scope, loops=loops):
+            return None
+        judgement = a.lifecycle.judge(value, scope, ctx)
+        return None if judgement.verdict is Verdict.MAINTAINED else judgement
+
+
+class KeywordFlag(Rule):
+    """TEM001: ``is_first_microbatch=<value>`` to a TE module, value neither None nor
+    maintained; also a stale value passed by keyword to a function that forwards it to TE."""
+
+    code = "TEM001"
+
+    def visit(self, site: FlagCall) -> None:
+        if site.keyword is None or site.rejected is not None or isinstance(site.callee, TERejects):
+            return
+        value = site.keyword.value
+        self.a.forwarders.note(value, site.scope, site.target, site.call.lineno)
+        judgement = self.stale(value, site.scope, site.ctx, site.guarded)
+        if judgement is None:
+            return
+        fix = self.a.fixes.value_fix(
+            value, site.scope, site.repeated, site.callee, judgement=judgement
+        )
+        self.report(site.keyword, site.target, fix, judgement)
+
+    def forwarded(self, site: Forwarded) -> None:
+        a = self.a
+        if a.tracker.branches_guarded(site.ctx.branches, site.scope):
+            return
+        judgement = self.stale(site.value, site.scope, site.ctx, False)
+        if judgement is None:
+            return
+        judgement = judgement._replace(evidence=(site.chain, *judgement.evidence))
+        node: ast.AST = site.keyword if site.keyword is not None else site.value
+        fix = a.fixes.value_fix(site.value, site.scope, None, None, judgement=judgement)  # type: ignore[arg-type]
+        self.report(node, site.target, fix, judgement)
+
+
+class PositionalFlag(KeywordFlag):
+    """TEM002: the flag passed positionally to a TE module of known class, not maintained;
+    also a stale value passed by position to a function that forwards it to TE."""
+
+    code = "TEM002"
+
+    def visit(self, site: FlagCall) -> None:
+        if site.index is None or site.value is None:
+            return
+        self.a.forwarders.note(site.value, site.scope, site.target, site.call.lineno)
+        judgement = self.stale(site.value, site.scope, site.ctx, site.guarded)
+        if judgement is None:
+            return
+        fix = self.a.fixes.positional_fix(
+            site.call, site.index, site.scope, site.repeated, site.callee, judgement=judgement
+        )
+        self.report(site.value, site.target, fix, judgement)
+
+
+class MappingFlag(Rule):
+    """TEM003: the flag stored in a mapping of the same function splatted into the call."""
+
+    code = "TEM003"
+
+    def __init__(self, a: Analysis) -> None:
+        super().__init__(a)
+        self.reported: set[int] = set()
+        """The entries already reported (a mapping splatted into several calls)."""
+
+    def visit(self, site: FlagCall) -> None:
+        if site.rejected is not None or isinstance(site.callee, TERejects):
+            return
+        for splat in site.splats:
+            self._mapping(site, splat.value)
+
+    def _mapping(self, site: FlagCall, mapping: ast.expr) -> None:
+        scope = site.scope
+        entries: list[tuple[ast.AST, ast.expr, tuple[Branch, ...], Scope | None]] = []
+        name = mapping.id if isinstance(mapping, ast.Name) else None
+        sources: list[ast.expr] = [mapping]
+        owner = scope.lookup(name) if (scope is not None and name is not None) else None
+        if owner is not None and name is not None:
+            for binding in owner.bindings.get(name, []):
+                if binding.how == "assign" and binding.value is not None:
+                    sources.append(binding.value)
+            for node, value, branches in owner.key_stores.get(name, []):
+                entries.append((node, value, branches, owner))
+        for source in sources:
+            if isinstance(source, ast.Dict):
+                for key, value in zip(source.keys, source.values):
+                    if key is not None and constant_str(key) == FLAG:
+                        entries.append((key, value, (), owner or scope))
+            elif (
+                isinstance(source, ast.Call)
+                and isinstance(source.func, ast.Name)
+                and source.func.id == "dict"
+            ):
+                for kw in source.keywords:
+                    if kw.arg == FLAG:
+                        entries.append((kw, kw.value, (), owner or scope))
+        mapping_name = name or "{...}"
+        # Stores that always run between an entry and the call replace it (`kw[FLAG] = None`).
+        function = scope.node if scope is not None else None
+        later: list[ast.stmt] = []
+        if name is not None and owner is scope and function is not None:
+            later = [s for s in runs_before(function, site.call) if stores_flag(s, name)]
+        tracker = self.a.tracker
+        for node, value, branches, where in entries:
+            if id(node) in self.reported:
+                continue
+            end = (node.end_lineno, node.end_col_offset)  # type: ignore[attr-defined]
+            if any((s.lineno, s.col_offset) >= end for s in later):
+                continue
+            guarded = site.guarded or tracker.branches_guarded(branches, where)
+            loops = None if where is scope else ()
+            judgement = self.stale(value, where, site.ctx, guarded, loops)
+            if judgement is None:
+                continue
+            self.reported.add(id(node))
+            fix = self.a.fixes.mapping_fix(value, where, site.callee, mapping, judgement=judgement)
+            self.report(node, site.target, fix, judgement, mapping=mapping_name)
+
+
+class RejectedFlag(Rule):
+    """TEM004: the flag passed to a TE callable that does not take it (no fix)."""
+
+    code = "TEM004"
+
+    def visit(self, site: FlagCall) -> None:
+        callee = site.callee
+        if site.rejected is not None:
+            self.report(site.rejected, target_text(site.call, callee), None)
+            return
+        if not isinstance(callee, TERejects):
+            return
+        target = callee_text(describe(site.call.func), callee.name)
+        if site.keyword is not None:
+            self.report(site.keyword, target, None)
+        for splat in site.splats:
+            if isinstance(splat.value, ast.Dict):
+                for key in splat.value.keys:
+                    if key is not None and constant_str(key) == FLAG:
+                        self.report(key, target, None)
 
 
 @dataclass
@@ -69,253 +231,66 @@ class CallSite:
     call: FlagCall
 
 
-def describe(func: ast.expr) -> str:
-    text = dotted(func) or ast.unparse(func)  # a dotted name unparses to itself
-    return text if len(text) <= 60 else text[:57] + "..."
+class SharedModule(Rule):
+    """TEM005: a non-None flag to a TE module that runs more than once per forward: in a loop
+    over a fixed module, called again in the same function, or held by a stateful wrapper."""
 
+    code = "TEM005"
 
-def target_text(call: ast.Call, callee: Callee) -> str:
-    """The ``{callee}`` text of a message about ``call``."""
-    via = callee.via if isinstance(callee, (TEModule, Unresolved)) else ""
-    func = call.args[0] if via else call.func
-    if isinstance(callee, TEModule):
-        return callee_text(describe(func), callee.name or callee.cls or None, via=via)
-    return callee_text(describe(func), resolved=False, via=via)
+    def __init__(self, a: Analysis) -> None:
+        super().__init__(a)
+        self.sites: dict[int, list[CallSite]] = {}
+        """The calls that pass a non-None flag, by the function they are in."""
+        self.in_loop: set[int] = set()
+        """The flags already reported because their call runs in a loop."""
 
-
-def flag_index(call: ast.Call, callee: TEModule) -> int | None:
-    """Where a TE module's positional flag sits in this call, if it is passed positionally.
-
-    Unknown class (and no in-file ``forward`` that says), a class whose index depends on the TE
-    version (``te.VERSION_DEPENDENT_POSITION``), too few arguments, or a ``*args`` at or before
-    it: no position.
-    """
-    position = callee.index if callee.index is not None else FLAG_POSITION.get(callee.cls)
-    if position is None:
-        return None
-    index = position + callee.shift
-    if len(call.args) <= index or any(isinstance(a, ast.Starred) for a in call.args[: index + 1]):
-        return None
-    return index
-
-
-_FORWARDER_NAMES = frozenset(qual.rsplit(".", 1)[-1] for qual in FORWARDERS)
-
-
-def check_call(a: Analysis, call: ast.Call, ctx: Context) -> None:
-    """The rules on one call the walk hands over: one that passes the flag or a splat by
-    keyword, or, in a file that imports TE and names a TE class, two positional arguments (a
-    positional flag needs a TE class, and a TE class needs a TE import)."""
-    keyword = None
-    splats = []
-    for kw in call.keywords:
-        if kw.arg == FLAG:
-            keyword = kw
-        elif kw.arg is None:
-            splats.append(kw)
-    if keyword is None and not splats and not may_be_module(a, call.func):
-        return
-    scope = a.scope_of(ctx)
-    callee = a.resolver.callee(call, scope)
-    if isinstance(callee, TERejects):
-        tem004_rejected(a, call, callee, keyword, splats)
-        return
-    if isinstance(callee, TEModule):
-        if keyword is None and tem004_positional(a, call, callee):
+    def visit(self, site: FlagCall) -> None:
+        node, value = site.node, site.value
+        if node is None or value is None or is_none(value) or site.rejected is not None:
             return
-        index = None if keyword is not None else flag_index(call, callee)
-    elif isinstance(callee, Unresolved) and (keyword is not None or splats):
-        if a.settings.unresolved != "report":
+        if isinstance(site.callee, TERejects):
             return
-        index = None
-    else:
-        return  # not TE, or positional arguments of an unresolved callee (no class, no TEM002)
-    value = keyword.value if keyword is not None else None
-    if index is not None:
-        value = call.args[index]
-    repeated = None
-    if value is not None and not is_none(value):
-        repeated = repeat_reason(a, call, ctx, callee)
-    guarded = a.tracker.branches_guarded(ctx.branches, scope)
-    node = keyword if keyword is not None else value
-    site = FlagCall(call, ctx, scope, callee, guarded, keyword, index, value, node, repeated)
-    if keyword is not None:
-        tem001_keyword(a, site)
-    elif index is not None:
-        tem002_positional(a, site)
-    for splat in splats:
-        tem003_mapping(a, site, splat.value)
-    if node is None or value is None or is_none(value):
-        return
-    tem005_in_loop(a, site)
-    if ctx.scope is not None and scope is not None:
-        key = call_key(call)
-        entry = CallSite(key, node, ctx.exclusive_path, site)
-        a.sites.setdefault(id(ctx.scope[0]), []).append(entry)
+        if site.repeated:
+            why = f"the call runs more than once per forward ({site.repeated})"
+            self.report(
+                node,
+                site.target,
+                self.fix(site),
+                why=site.repeated,
+                evidence=(Evidence(why),),
+                verdict="repeated",
+            )
+            self.in_loop.add(id(node))
+        ctx = site.ctx
+        if ctx.scope is not None and site.scope is not None:
+            entry = CallSite(call_key(site.call), node, ctx.exclusive_path, site)
+            self.sites.setdefault(id(ctx.scope[0]), []).append(entry)
 
+    def fix(self, site: FlagCall) -> Fix | None:
+        """None, whatever the strategy (built only for a finding)."""
+        fixes = self.a.fixes
+        if site.keyword is not None:
+            return fixes.none_fix(site.keyword.value, site.callee, site.scope)
+        if site.index is not None:
+            return fixes.positional_fix(site.call, site.index, site.scope, "shared", site.callee)
+        return None
 
-def may_be_module(a: Analysis, func: ast.expr) -> bool:
-    """Whether ``func`` may resolve to a TE module, told without resolving it: ``x.name(...)``
-    can only when ``name`` is ``forward``, a wrapper's name, or a name an in-file class holds
-    a value under (``te.Linear(...)``, ``torch.cat(...)``, ``h.masked_fill(...)`` cannot).
-    Only for a call that could pass the flag positionally, where no other rule applies."""
-    if type(func) is not ast.Attribute or not prefilter.GATES:
-        return True
-    name = func.attr  # type: ignore[attr-defined]
-    if name == "forward" or name in _FORWARDER_NAMES:
-        return True
-    symbols = a.symbols
-    return not symbols.only_called(name) and name in symbols.stored_attributes()
+    def finish(self) -> None:
+        for sites in self.sites.values():
+            if self._may_repeat(sites):
+                self._called_twice(sites)
+        a = self.a
+        if not a.pending and (a.source is None or FLAG in a.source):
+            StatefulCheck(a).run()
 
-
-def tem001_keyword(a: Analysis, site: FlagCall) -> None:
-    """TEM001: ``is_first_microbatch=<value>`` to a TE module, value neither None nor tracked."""
-    assert site.keyword is not None
-    value = site.keyword.value
-    a.forwarders.note(value, site.scope, site.target, site.call.lineno)
-    if site.guarded or a.tracker.is_tracked(value, site.scope, loops=site.ctx.loops):
-        return
-    judgement = a.lifecycle.judge(value, site.scope, site.ctx)
-    if judgement.verdict is Verdict.MAINTAINED:
-        return
-    fix = a.fixes.value_fix(value, site.scope, site.repeated, site.callee, judgement=judgement)
-    a.report("TEM001", site.keyword, site.target, fix, judgement)
-
-
-def tem002_positional(a: Analysis, site: FlagCall) -> None:
-    """TEM002: the flag passed positionally to a TE module of known class, not tracked."""
-    assert site.index is not None and site.value is not None
-    a.forwarders.note(site.value, site.scope, site.target, site.call.lineno)
-    if site.guarded or a.tracker.is_tracked(site.value, site.scope, loops=site.ctx.loops):
-        return
-    judgement = a.lifecycle.judge(site.value, site.scope, site.ctx)
-    if judgement.verdict is Verdict.MAINTAINED:
-        return
-    fix = a.fixes.positional_fix(
-        site.call, site.index, site.scope, site.repeated, site.callee, judgement=judgement
-    )
-    a.report("TEM002", site.value, site.target, fix, judgement)
-
-
-def tem003_mapping(a: Analysis, site: FlagCall, mapping: ast.expr) -> None:
-    """TEM003: the flag stored in a mapping of the same function splatted into the call."""
-    scope = site.scope
-    entries: list[tuple[ast.AST, ast.expr, tuple[Branch, ...], Scope | None]] = []
-    name = mapping.id if isinstance(mapping, ast.Name) else None
-    sources: list[ast.expr] = [mapping]
-    owner = scope.lookup(name) if (scope is not None and name is not None) else None
-    if owner is not None and name is not None:
-        for binding in owner.bindings.get(name, []):
-            if binding.how == "assign" and binding.value is not None:
-                sources.append(binding.value)
-        for node, value, branches in owner.key_stores.get(name, []):
-            entries.append((node, value, branches, owner))
-    for source in sources:
-        if isinstance(source, ast.Dict):
-            for key, value in zip(source.keys, source.values):
-                if key is not None and constant_str(key) == FLAG:
-                    entries.append((key, value, (), owner or scope))
-        elif (
-            isinstance(source, ast.Call)
-            and isinstance(source.func, ast.Name)
-            and source.func.id == "dict"
-        ):
-            for kw in source.keywords:
-                if kw.arg == FLAG:
-                    entries.append((kw, kw.value, (), owner or scope))
-    mapping_name = name or "{...}"
-    # Stores that always run between an entry and the call replace it (`kw[FLAG] = None`).
-    function = scope.node if scope is not None else None
-    later: list[ast.stmt] = []
-    if name is not None and owner is scope and function is not None:
-        later = [s for s in runs_before(function, site.call) if stores_flag(s, name)]
-    for node, value, branches, where in entries:
-        if id(node) in a.reported_keys:
-            continue
-        end = (node.end_lineno, node.end_col_offset)  # type: ignore[attr-defined]
-        if any((s.lineno, s.col_offset) >= end for s in later):
-            continue
-        if (
-            site.guarded
-            or a.tracker.branches_guarded(branches, where)
-            or a.tracker.is_tracked(value, where, loops=site.ctx.loops if where is scope else ())
-        ):
-            continue
-        judgement = a.lifecycle.judge(value, where, site.ctx)
-        if judgement.verdict is Verdict.MAINTAINED:
-            continue
-        a.reported_keys.add(id(node))
-        fix = a.fixes.mapping_fix(value, where, site.callee, mapping, judgement=judgement)
-        a.report("TEM003", node, site.target, fix, judgement, mapping=mapping_name)
-
-
-def tem004_rejected(
-    a: Analysis,
-    call: ast.Call,
-    callee: TERejects,
-    keyword: ast.keyword | None,
-    splats: list[ast.keyword],
-) -> None:
-    """TEM004: the flag passed to a TE callable that does not accept it (no fix)."""
-    if keyword is None and not splats:
-        return  # positional arguments only (a TE constructor's): nothing passes the flag
-    target = callee_text(describe(call.func), callee.name)
-    if keyword is not None:
-        a.report("TEM004", keyword, target, None)
-    for splat in splats:
-        if isinstance(splat.value, ast.Dict):
-            for key in splat.value.keys:
-                if key is not None and constant_str(key) == FLAG:
-                    a.report("TEM004", key, target, None)
-
-
-def tem004_positional(a: Analysis, call: ast.Call, callee: TEModule) -> bool:
-    """TEM004: a positional argument past an in-file ``forward`` that takes the flag only by
-    keyword (``forward(self, x, *, is_first_microbatch=None)``): a TypeError (no fix)."""
-    if callee.takes is None:
-        return False
-    index = callee.takes + callee.shift
-    if len(call.args) <= index or any(isinstance(x, ast.Starred) for x in call.args):
-        return False
-    a.report("TEM004", call.args[index], target_text(call, callee), None)
-    return True
-
-
-def shared_fix(a: Analysis, site: FlagCall) -> Fix | None:
-    """TEM005's fix: None, whatever the strategy (built only for a TEM005 finding)."""
-    if site.keyword is not None:
-        return a.fixes.none_fix(site.keyword.value, site.callee, site.scope)
-    if site.index is not None:
-        return a.fixes.positional_fix(site.call, site.index, site.scope, "shared", site.callee)
-    return None
-
-
-def tem005_in_loop(a: Analysis, site: FlagCall) -> None:
-    """TEM005: a non-None flag to a TE module that a loop calls more than once per forward."""
-    if site.repeated and site.node is not None:
-        a.report(
-            "TEM005",
-            site.node,
-            site.target,
-            shared_fix(a, site),
-            why=site.repeated,
-            evidence=(Evidence(f"the call runs more than once per forward ({site.repeated})"),),
-            verdict="repeated",
-        )
-        a.reported_shared.add(id(site.node))
-
-
-def tem005_called_twice(a: Analysis) -> None:
-    """TEM005: a module called with a non-None flag at a place of a function where it is also
-    called (not in an exclusive branch) with a non-None flag, or with none (or ``None``) after
-    it: backward runs in reverse, so the flagged call's gradient is written last."""
-    for sites in a.sites.values():
-        if not _may_repeat(a, sites):
-            continue
+    def _called_twice(self, sites: list[CallSite]) -> None:
+        """A module called with a non-None flag at a place of a function where it is also
+        called (not in an exclusive branch) with a non-None flag, or with none (or ``None``)
+        after it: backward runs in reverse, so the flagged call's gradient is written last."""
         calls = _calls_by_key(sites)
         flag_lines = {id(site.call.call): site.flag_node.lineno for site in sites}  # type: ignore[attr-defined]
         for site in sites:
-            if id(site.flag_node) in a.reported_shared:
+            if id(site.flag_node) in self.in_loop:
                 continue  # already reported: it runs in a loop
             this = site.call.call
             others = [
@@ -324,52 +299,43 @@ def tem005_called_twice(a: Analysis) -> None:
                 if call is not this
                 and not exclusive(path, site.exclusive_path)
                 and (id(call) in flag_lines or runs_after(call, this))
-                and a.gradients.pair_loses(this, call, site.call.ctx)
+                and self.a.gradients.pair_loses(this, call, site.call.ctx)
             ]
             if not others:
                 continue
             # Another flagged call names its flag's line, as the message always did.
             flagged = [call for call in others if id(call) in flag_lines]
             line = flag_lines[id(flagged[0])] if flagged else others[0].lineno
-            why = f"also at line {line}"
-            fix = shared_fix(a, site.call)
             step = Evidence("the same module is called here too", line)
-            a.report(
-                "TEM005",
+            self.report(
                 site.flag_node,
                 site.call.target,
-                fix,
-                why=why,
+                self.fix(site.call),
+                why=f"also at line {line}",
                 evidence=(step,),
                 verdict="repeated",
             )
 
-
-def _may_repeat(a: Analysis, sites: list[CallSite]) -> bool:
-    """Whether a module of these sites may be called twice in their function, from its text:
-    a site's callee named once in the function's lines (and by no other site) is called
-    once. Only for ASCII text (an identifier's spelling is then what ``ast`` says)."""
-    if a.source is None or not a.source.isascii() or not prefilter.GATES:
-        return True
-    names: dict[str, int] = {}
-    for site in sites:
-        func = site.call.call.func
-        if not isinstance(func, (ast.Name, ast.Attribute)) or dotted(func) != site.key:
+    def _may_repeat(self, sites: list[CallSite]) -> bool:
+        """Whether a module of these sites may be called twice in their function, from its
+        text: a site's callee named once in the function's lines (and by no other site) is
+        called once. Only for ASCII text (an identifier's spelling is then what ``ast`` says)."""
+        a = self.a
+        if a.source is None or not a.source.isascii() or not prefilter.GATES:
             return True
-        name = func.id if isinstance(func, ast.Name) else func.attr
-        names[name] = names.get(name, 0) + 1
-    if any(count > 1 for count in names.values()):
-        return True
-    function = sites[0].call.ctx.scope[0]  # type: ignore[index]
-    lines = a.lines()[function.lineno - 1 : function.end_lineno]
-    text = "\n".join(lines)
-    return any(text.count(name) > 1 for name in names)
-
-
-def runs_after(call: ast.Call, first: ast.Call) -> bool:
-    """Does ``call`` run after ``first`` (in one pass through their function)? A call runs
-    after the calls in its arguments, and after the calls that end before it starts."""
-    return contains(call, first) or span(call)[0] >= span(first)[1]
+        names: dict[str, int] = {}
+        for site in sites:
+            func = site.call.call.func
+            if not isinstance(func, (ast.Name, ast.Attribute)) or dotted(func) != site.key:
+                return True
+            name = func.id if isinstance(func, ast.Name) else func.attr
+            names[name] = names.get(name, 0) + 1
+        if any(count > 1 for count in names.values()):
+            return True
+        function = sites[0].call.ctx.scope[0]  # type: ignore[index]
+        lines = a.lines()[function.lineno - 1 : function.end_lineno]
+        text = "\n".join(lines)
+        return any(text.count(name) > 1 for name in names)
 
 
 def _calls_by_key(
@@ -399,36 +365,11 @@ def _calls_by_key(
     return found
 
 
-def call_key(call: ast.Call) -> str:
-    """The module a call runs, as spelled: its function, or for a wrapper that forwards the
-    call (``checkpoint(self.fc, x, ...)``) the wrapper's first argument."""
-    func = call.func
-    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-    if name in _FORWARDER_NAMES and call.args:
-        func = call.args[0]
-    return dotted(func) or ast.dump(func)
-
-
-def repeat_reason(
-    a: Analysis, call: ast.Call, ctx: Context, callee: Callee | None = None
-) -> str | None:
-    """Why this call may run more than once per forward (a loop over a fixed module). Through a
-    wrapper (``checkpoint(self.layers[i], ...)``) the module is the wrapper's first argument."""
-    if not ctx.loops:
-        return None
-    via = getattr(callee, "via", "") if callee is not None else ""
-    func = call.args[0] if via and call.args else call.func
-    used = {n.id for n in ast.walk(func) if isinstance(n, ast.Name)}
-    for loop in reversed(ctx.loops):
-        bound, runs_backward = a.loop_facts(loop)
-        if used & bound and not constant_index(func, ctx):
-            return None
-        if runs_backward or not a.gradients.loop_loses(call, ctx, loop):
-            return None
-        kind = (
-            "comprehension"
-            if isinstance(loop, COMPREHENSIONS)
-            else ("while loop" if isinstance(loop, ast.While) else "for loop")
-        )
-        return repeat_text(kind, loop.lineno)  # type: ignore[attr-defined]
-    return None
+RULES: tuple[type[Rule], ...] = (
+    KeywordFlag,
+    PositionalFlag,
+    MappingFlag,
+    RejectedFlag,
+    SharedModule,
+)
+"""One rule object per code, in the order of the rule table (``lint_rules.rules``)."""

@@ -17,7 +17,7 @@ from lint_rules.analysis.lifecycle import Judgement, Lifecycle
 from lint_rules.analysis.prefilter import interesting_lines, state_lines, te_file
 from lint_rules.analysis.project import Project
 from lint_rules.analysis.resolve import Resolver
-from lint_rules.analysis.stateful import StatefulCheck
+from lint_rules.analysis.sites import flag_call
 from lint_rules.analysis.symbols import ModuleSymbols, Scope
 from lint_rules.analysis.tracking import Tracker
 from lint_rules.analysis.walk import (
@@ -30,7 +30,7 @@ from lint_rules.analysis.walk import (
 from lint_rules.findings import Evidence, Finding, Fix, ast_lines
 from lint_rules.rules import format_message
 from lint_rules.settings import Settings
-from lint_rules.te import FLAG, TE_ROOT
+from lint_rules.te import TE_ROOT
 
 
 class Analysis:
@@ -74,9 +74,8 @@ class Analysis:
         self._pending = True
         """No call has been looked at yet: symbols, resolver, tracker and fixes not made."""
         self.findings: list[Finding] = []
-        self.reported_keys: set[int] = set()
-        self.reported_shared: set[int] = set()
-        self.sites: dict[int, list[checks.CallSite]] = {}
+        self.rules: list[checks.Rule] = []
+        """One object per code (``checks.RULES``), made with the other pieces."""
         self.marks: list[int] | None = None
         """The lines that can hold a call a rule looks at (``prefilter.interesting_lines``);
         None without a source or with the gates off (every line may)."""
@@ -95,6 +94,7 @@ class Analysis:
         run = self.project.lifecycle if self.project is not None else None
         self.lifecycle = Lifecycle(self.tree, run, self.source)
         self.forwarders = Forwarders()
+        self.rules = [rule(self) for rule in checks.RULES]
         self.fixes: FixBuilder | NoFixes = (
             FixBuilder(
                 self.symbols, settings, self.source, self.resolver.classes, self.tree, self._lines
@@ -117,10 +117,13 @@ class Analysis:
         walker = Walker(self._on_call, marks, positional)
         walker.walk_body(self.tree.body, MODULE_CONTEXT)
         if not self._pending:
-            self.forwarders.finish(self)
-        checks.tem005_called_twice(self)
-        if not self._pending and (self.source is None or FLAG in self.source):
-            StatefulCheck(self).run()
+            by_code = {rule.code: rule for rule in self.rules}
+            self.forwarders.finish(
+                self,
+                lambda f: by_code["TEM001" if f.keyword is not None else "TEM002"].forwarded(f),
+            )
+            for rule in self.rules:
+                rule.finish()
         self._share_fixes()
         self.findings.sort(key=lambda f: f.sort_key)
         return self.findings
@@ -140,12 +143,13 @@ class Analysis:
             project.keys = tuple(sorted(self.lifecycle.keys))
 
     def close(self) -> None:
-        """Break the resolver's one reference cycle (it and its ``Classes`` know each other),
+        """Break the reference cycles (the resolver and its ``Classes``, the rules and this),
         so that the tree and everything resolved from it are freed as soon as the findings
         are returned, not when the cyclic collector next runs."""
         resolver = getattr(self, "resolver", None)  # not made when nothing was looked at
         if resolver is not None:
             resolver.classes = None
+        self.rules = []  # each rule knows this analysis
 
     def lines(self) -> list[str]:
         """The source's lines as ``ast`` numbers them (from 1), split once."""
@@ -153,10 +157,18 @@ class Analysis:
             self._lines = ast_lines(self.source or "")
         return self._lines
 
+    @property
+    def pending(self) -> bool:
+        """No call has been looked at: nothing was resolved, and no rule was made."""
+        return self._pending
+
     def _on_call(self, call: ast.Call, ctx: Context) -> None:
         if self._pending:
             self._prepare()  # the first call the walk finds: only now is anything resolved
-        checks.check_call(self, call, ctx)
+        site = flag_call(self, call, ctx)
+        if site is not None:
+            for rule in self.rules:
+                rule.visit(site)
 
     def scope_of(self, ctx: Context) -> Scope | None:
         """The (lazily built) scope of the function the walk is in, chained to its parents."""

@@ -2,7 +2,8 @@
 
 A function (or method) whose parameter reaches a TE module's ``is_first_microbatch``
 unchanged, directly or through other such functions, is a *forwarder*: the forwarding site is
-not a bug (its callers decide), so each call of the forwarder in the file is judged instead,
+not a bug (its callers decide), so each call of the forwarder in the file is judged instead
+(by the rule of the way it passes the argument, ``checks``),
 as if its argument were passed to TE there. A stale argument is reported at that call, with the
 chain as evidence (``self._run(x, self.is_first_microbatch)`` where ``_run`` passes its
 ``flag`` to ``self.fc``).
@@ -14,10 +15,10 @@ two positional arguments), are seen; a forwarder called from another file is not
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
 from lint_rules.analysis import prefilter
-from lint_rules.analysis.lifecycle import Verdict
 from lint_rules.analysis.nodes import dotted
 from lint_rules.analysis.walk import MODULE_CONTEXT, Walker
 from lint_rules.findings import Evidence
@@ -50,6 +51,20 @@ def parameter_index(function: ast.AST, name: str, method: bool) -> int | None:
     return positional.index(name) if name in positional else None
 
 
+class Forwarded(NamedTuple):
+    """A call of a forwarder, with the argument it passes on to TE: the rules judge it
+    (``checks``) as if the argument were passed to TE there."""
+
+    call: ast.Call
+    ctx: Context
+    scope: Scope | None
+    value: ast.expr
+    keyword: ast.keyword | None
+    target: str
+    chain: Evidence
+    """The first step of the evidence: where the forwarder passes it on."""
+
+
 class Forwarders:
     """The file's forwarders and the calls that may call one, judged once the walk is done."""
 
@@ -76,9 +91,9 @@ class Forwarders:
             index = parameter_index(function, value.id, method)
             self.found[key] = Forwarder(name, method, value.id, index, target, line)
 
-    def finish(self, a: Analysis) -> None:
-        """Judge each call of a forwarder (to a fixed point: a caller that passes its own
-        parameter on is a forwarder too). The calls are found by a walk of the lines that
+    def finish(self, a: Analysis, judge: Callable[[Forwarded], None]) -> None:
+        """Hand each call of a forwarder to ``judge`` (to a fixed point: a caller that passes
+        its own parameter on is a forwarder too). The calls are found by a walk of the lines that
         spell a forwarder's name (every line with the gates off)."""
         done: set[int] = set()
         walked: set[str] = set()
@@ -101,7 +116,7 @@ class Forwarders:
                 if value is None:
                     continue
                 done.add(id(call))
-                self._judge(a, call, ctx, forwarder, value, keyword)
+                judge(self._judge(a, call, ctx, forwarder, value, keyword))
 
     def _collect(self, call: ast.Call, ctx: Context) -> None:
         if self._forwarder(call) is not None:
@@ -127,27 +142,16 @@ class Forwarders:
         forwarder: Forwarder,
         value: ast.expr,
         keyword: ast.keyword | None,
-    ) -> None:
+    ) -> Forwarded:
         scope = a.scope_of(ctx)
         spelled = dotted(call.func) or forwarder.name
         target = f"`{spelled}`, which passes it to {forwarder.target}"
         self.note(value, scope, target, forwarder.line)  # a forwarder of a forwarder
-        if a.tracker.branches_guarded(ctx.branches, scope):
-            return
-        if a.tracker.is_tracked(value, scope, loops=ctx.loops):
-            return
-        judgement = a.lifecycle.judge(value, scope, ctx)
-        if judgement.verdict is Verdict.MAINTAINED:
-            return
         chain = Evidence(
             f"`{forwarder.name}` passes its `{forwarder.param}` to {forwarder.target}",
             forwarder.line,
         )
-        judgement = judgement._replace(evidence=(chain, *judgement.evidence))
-        node: ast.AST = keyword if keyword is not None else value
-        fix = a.fixes.value_fix(value, scope, None, None, judgement=judgement)  # type: ignore[arg-type]
-        code = "TEM001" if keyword is not None else "TEM002"
-        a.report(code, node, target, fix, judgement)
+        return Forwarded(call, ctx, scope, value, keyword, target, chain)
 
 
 def _lines_naming(a: Analysis, names: set[str]) -> list[int] | None:

@@ -14,9 +14,9 @@ from lint_rules.te import FLAG, TE_MODULE_CLASSES, TE_ROOT
 GATES = True
 """Every text-level shortcut the analysis takes for speed asks this switch: this prefilter,
 ``te_file``, the lines the walk visits (``interesting_lines``), the calls it hands over,
-``checks.may_be_module`` and ``checks._may_repeat``, the lines a run shares facts from
-(``state_lines``). Off (``tests/test_gates.py``), each gives its permissive answer, and the
-findings must be the same."""
+``sites.may_be_module`` and ``SharedModule._may_repeat`` (``checks``), the lines a run shares
+facts from (``state_lines``). Off (``tests/test_gates.py``), each gives its permissive answer,
+and the findings must be the same."""
 
 _SEPARATED = r"(?:[ \t\f]|\\(?:\r\n|\r|\n))"
 _TE_IMPORT = re.compile(
