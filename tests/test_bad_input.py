@@ -281,6 +281,7 @@ def test_directory_and_file_without_permission(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------------- big file
 
 
+@pytest.mark.slow
 def test_large_file(tmp_path: Path) -> None:
     """A few MB: a long module docstring, many small functions, the TE module at the end. The
     finding is at the right line and ``fix`` changes only the flag (the time it takes on 50 MB is

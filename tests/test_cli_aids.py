@@ -101,6 +101,7 @@ def test_add_noqa_joins_an_existing_noqa_and_skips_multiline_strings() -> None:
     assert add_noqa(new, [(1, "TEM001"), (2, "TEM001")]) == (new, 0)
 
 
+@pytest.mark.slow
 def test_watch_checks_again_on_a_change(tree: Path, capsys) -> None:
     pytest.importorskip("watchfiles")
     from lint_rules.cli.aids import watch

@@ -80,6 +80,7 @@ def test_libcst_runner_gives_what_fix_gives(twins: tuple[Path, Path]) -> None:
     assert "x_é = x" in latin and "is_first_microbatch=None" in latin
 
 
+@pytest.mark.slow
 def test_runner_flags_reach_the_settings(twins: tuple[Path, Path]) -> None:
     runner, plain = twins
     args = ("--fix-strategy", "guard", "--guard-import", "my_guards.tracked")
@@ -94,6 +95,7 @@ def test_runner_flags_reach_the_settings(twins: tuple[Path, Path]) -> None:
     assert text == (plain / "pkg/model.py").read_text(encoding="utf-8")
 
 
+@pytest.mark.slow
 def test_runner_reads_pyproject_of_the_file(twins: tuple[Path, Path]) -> None:
     runner, _ = twins
     (runner / "pyproject.toml").write_text('[tool.te-microbatch-lint]\nunresolved = "ignore"\n')
@@ -103,6 +105,7 @@ def test_runner_reads_pyproject_of_the_file(twins: tuple[Path, Path]) -> None:
     assert (runner / "pkg/sub/unresolved.py").read_bytes() == before
 
 
+@pytest.mark.slow
 def test_runner_finds_the_command_through_libcst_config(twins: tuple[Path, Path]) -> None:
     runner, plain = twins
     (runner / ".libcst.codemod.yaml").write_text("modules:\n- 'lint_rules'\nformatter: ['true']\n")
@@ -139,6 +142,7 @@ def test_in_process_unchanged_module_is_returned_as_is() -> None:
     assert TEMicrobatchCodemod(CodemodContext()).transform_module_impl(tree) is tree
 
 
+@pytest.mark.slow
 def test_runner_without_no_format_says_why_in_one_line(twins: tuple[Path, Path]) -> None:
     """libcst's default formatter (black) restyles every fixed file, and where black is not
     installed each file ends as 'Failed to codemod' with no reason: the command says so."""

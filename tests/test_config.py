@@ -342,6 +342,7 @@ def test_flake8_reads_the_pyproject_table(nested: Path) -> None:
     assert findings(done, nested, nested) == {("sub/inner.py", 11), ("sub/inner.py", 12)}
 
 
+@pytest.mark.slow
 def test_libcst_runner_agrees_with_fix(nested: Path, tmp_path: Path) -> None:
     write(
         nested / "sub" / "pyproject.toml",

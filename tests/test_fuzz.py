@@ -378,12 +378,14 @@ def test_generated_programs(source: str) -> None:
     assert checked.fixed is None or not checked.fixed.applied or "is_first_microbatch" in source
 
 
+@pytest.mark.slow
 @fuzz_settings(0.5)
 @given(hypothesmith.from_node())
 def test_generated_modules(source: str) -> None:
     check_program("# is_first_microbatch\n" + source)
 
 
+@pytest.mark.slow
 @fuzz_settings(3.0)
 @given(te_programs())
 @example(
@@ -403,6 +405,7 @@ def test_te_programs(source: str) -> None:
     assert checked.fixed is not None
 
 
+@pytest.mark.slow
 @fuzz_settings(0.5)
 @given(te_programs(filler=hypothesmith.from_node(auto_target=False)))
 def test_te_programs_with_generated_code(source: str) -> None:

@@ -169,6 +169,7 @@ def interrupted_fix(tmp_path: Path, sig: signal.Signals) -> tuple[Path, dict[str
     return tree, expected, status
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_handled_signal_leaves_old_or_new_and_no_temp_files(
     tmp_path: Path, sig: signal.Signals
@@ -180,6 +181,7 @@ def test_handled_signal_leaves_old_or_new_and_no_temp_files(
     assert "Traceback" not in stderr or sig == signal.SIGINT, stderr
 
 
+@pytest.mark.slow
 def test_sigkill_leaves_old_or_new_and_only_recognisable_temp_files(tmp_path: Path) -> None:
     tree, expected, status = interrupted_fix(tmp_path, signal.SIGKILL)
     assert status == -signal.SIGKILL

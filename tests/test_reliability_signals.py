@@ -20,9 +20,14 @@ from test_kill import group_alive, module_text, slow_env
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux /proc and prctl")
 @pytest.mark.parametrize(
-    "sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT, signal.SIGKILL],
-    ids=["SIGTERM", "SIGHUP", "SIGINT", "SIGKILL"],
-)  # fmt: skip
+    "sig",
+    [
+        pytest.param(signal.SIGTERM, id="SIGTERM"),
+        pytest.param(signal.SIGHUP, id="SIGHUP", marks=pytest.mark.slow),
+        pytest.param(signal.SIGINT, id="SIGINT", marks=pytest.mark.slow),
+        pytest.param(signal.SIGKILL, id="SIGKILL", marks=pytest.mark.slow),
+    ],
+)
 def test_a_signal_to_the_main_process_leaves_no_worker(tmp_path: Path, sig: signal.Signals) -> None:
     tree = tmp_path / "tree"
     tree.mkdir()

@@ -57,6 +57,7 @@ def test_cpu_machine_skips_everything_with_a_reason_and_exits_2() -> None:
     assert "nothing ran" in done.stdout
 
 
+@pytest.mark.slow
 def test_list_prints_the_plan_without_running() -> None:
     done = run("--list")
     assert done.returncode == 0, done.stderr
@@ -249,6 +250,7 @@ def test_report_json_and_markdown(tmp_path: pytest.TempPathFactory) -> None:
     assert "| driver | 1.0 |" in text and "| differ | demo | Linear |" in text
 
 
+@pytest.mark.slow
 def test_tf32_is_off_for_the_comparisons() -> None:
     code = (
         "import os, torch; from lint_rules.runtime import gpu_check; "
@@ -261,6 +263,7 @@ def test_tf32_is_off_for_the_comparisons() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+@pytest.mark.slow
 def test_reference_backend_quick_subset_exits_0_and_writes_a_report(tmp_path) -> None:
     report = tmp_path / "report.json"
     done = run(

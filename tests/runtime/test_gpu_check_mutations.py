@@ -44,6 +44,7 @@ def test_every_planted_error_has_a_subset() -> None:
     assert set(SUBSET) == set(MUTATIONS)
 
 
+@pytest.mark.slow
 def test_the_subsets_pass_without_a_planted_error() -> None:
     """One clean run of every subset together: each failure below is the error's doing."""
     args = [arg for subset in SUBSET.values() for arg in subset if arg != "--no-legs"]
@@ -52,7 +53,14 @@ def test_the_subsets_pass_without_a_planted_error() -> None:
     assert "legs shared-layer unguarded" in clean.stdout
 
 
-@pytest.mark.parametrize("planted", sorted(MUTATIONS))
+QUICK = {"accumulate-on-true"}
+"""The planted error whose subset runs in about a second: the quick tier's sample."""
+
+
+@pytest.mark.parametrize(
+    "planted",
+    [pytest.param(m, marks=() if m in QUICK else pytest.mark.slow) for m in sorted(MUTATIONS)],
+)
 def test_planted_error_fails_its_subset_of_the_command(planted: str) -> None:
     broken = gpu_check(SUBSET[planted], planted)
     assert broken.returncode == 1, broken.stdout + broken.stderr
