@@ -52,6 +52,15 @@ def state_flag(
     with none passes no flag."""
     if marks is not None and not prefilter.spans_a_mark(marks, cls):
         return None
+    memo = resolver.state_flags
+    if id(cls) not in memo:
+        memo[id(cls)] = _state_flag(resolver, cls)
+    found = memo[id(cls)]
+    assert found is None or isinstance(found, StateFlag)
+    return found
+
+
+def _state_flag(resolver: Resolver, cls: ast.ClassDef) -> StateFlag | None:
     symbols = resolver.symbols
     if not prefilter.class_may_pass_flag(symbols, cls):
         return None
@@ -228,11 +237,11 @@ class StatefulCheck:
             return
         keys = [dotted(_holder(call.func)) or ast.dump(call.func) for call, _ in calls]
         for index, (call, ctx) in enumerate(calls):
-            if (call.lineno, "TEM005") in reported or self.a.gradients.silent(call, ctx):
+            if (call.lineno, "TEM005") in reported:
                 continue
             repeated = self._repeated(call, ctx, keys[index], keys, calls)
-            if repeated is None:
-                continue
+            if repeated is None or self.a.gradients.silent(call, ctx):
+                continue  # (a repeated call first: the gradient facts walk the whole method)
             why, where, more = repeated
             scope = self.a.scope_of(ctx)
             kind = self.a.resolver.resolve(call.func, scope)
