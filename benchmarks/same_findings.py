@@ -71,7 +71,9 @@ def export(revision: str, target: Path) -> None:
 
 def run(code: Path, cwd: Path, path: str, jobs: str | None) -> tuple[int, bytes, float]:
     env = dict(os.environ, PYTHONPATH=str(code))
-    cmd = [sys.executable, "-m", "lint_rules.cli", "check", "--output-format", "json"]
+    # -P: the folder it runs in is not put first on the path, so that a run from this
+    # repository's root (the fixtures) imports the code of PYTHONPATH, not this checkout's.
+    cmd = [sys.executable, "-P", "-m", "lint_rules.cli", "check", "--output-format", "json"]
     cmd += ["--exit-zero", "--no-cache", "--isolated", path]
     if jobs is not None:
         cmd += ["--jobs", jobs]

@@ -45,6 +45,8 @@ class CallFact(NamedTuple):
     line: int
     col: int
     path: str | None = None
+    evaluation: bool = False
+    """The calling function runs without gradients (``evaluating``): evaluation, not a step."""
 
 
 class FileFacts(NamedTuple):
@@ -155,6 +157,39 @@ def _leaves(stmt: ast.stmt) -> bool:
     return isinstance(stmt, (ast.Return, ast.Raise, ast.Continue, ast.Break))
 
 
+_GRAD_OFF = frozenset({"no_grad", "inference_mode"})
+
+
+def evaluating(function: ast.AST) -> bool:
+    """A function that runs without gradients: it turns them off (``with torch.no_grad():``,
+    ``inference_mode``, ``set_grad_enabled(False)``, or such a decorator) and calls no
+    backward. What it re-arms, its own forwards under no_grad use up: no training step reads
+    it (an evaluation loop that resets the flags first)."""
+    decorators = getattr(function, "decorator_list", ())
+    off = any(_turns_grad_off(d) for d in decorators)
+    for node in ast.walk(function):
+        if isinstance(node, (ast.With, ast.AsyncWith)):
+            off = off or any(_turns_grad_off(item.context_expr) for item in node.items)
+        elif isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if "backward" in name:
+                return False
+    return off
+
+
+def _turns_grad_off(node: ast.expr) -> bool:
+    call = node if isinstance(node, ast.Call) else None
+    func = call.func if call is not None else node
+    name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    if name in _GRAD_OFF:
+        return True
+    if name == "set_grad_enabled" and call is not None and call.args:
+        mode = call.args[0]
+        return isinstance(mode, ast.Constant) and mode.value is False
+    return False
+
+
 class _Collector:
     def __init__(self, lines: Sequence[int] | None) -> None:
         self.lines = lines
@@ -165,6 +200,7 @@ class _Collector:
         self.no_globals = False
         self.functions: dict[str, ast.AST] = {}
         self._memo: dict[tuple[str, str], frozenset[str]] = {}
+        self._evaluation: dict[str, bool] = {}
 
     def wanted(self, node: ast.stmt) -> bool:
         lines = self.lines
@@ -327,9 +363,17 @@ class _Collector:
                     )
                 continue
             if name:
-                self.calls.append(
-                    CallFact(name, _arg_kind(sub), function, sub.lineno, sub.col_offset)  # type: ignore[arg-type]
-                )
+                fact = CallFact(name, _arg_kind(sub), function, sub.lineno, sub.col_offset)  # type: ignore[arg-type]
+                if self._evaluating(function):
+                    fact = fact._replace(evaluation=True)
+                self.calls.append(fact)
+
+    def _evaluating(self, function: str) -> bool:
+        known = self._evaluation.get(function)
+        if known is None:
+            node = self.functions.get(function)
+            known = self._evaluation[function] = node is not None and evaluating(node)
+        return known
 
     def _getter(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         """``def get_flag(): return _FLAG`` (a module global) is a getter of ``_FLAG``."""

@@ -223,9 +223,10 @@ class Lifecycle:
             if loop is not None:
                 if loop_steps_optimizer(loop):
                     message = (
-                        f"`{_text(value)}` over the loop that steps the optimizer (line "
-                        f"{getattr(loop, 'lineno', 0)}) is True once per process: a resumed run "
-                        "passes True again"
+                        f"`{_text(value)}` over the loop that changes the weights (line "
+                        f"{getattr(loop, 'lineno', 0)}) is True once per process: later steps "
+                        "pass False after the weights changed, and a resumed run passes True "
+                        "again"
                     )
                     return Source(
                         Judgement(
@@ -331,23 +332,46 @@ class Lifecycle:
         if rearms:
             write = rearms[0]
             steps.append(_describe(write))
-            steps.append(Evidence(f"nothing in the files seen calls `{_last(write.function)}`"))
+            steps.append(self._uncalled(write))
             return Judgement(Verdict.UNVERIFIED, tuple(steps[:8]), provisional=alone)
         steps.append(Evidence(f"nothing in the files seen re-arms `{spelled}`"))
         return Judgement(Verdict.STALE, tuple(steps[:8]), provisional=alone)
 
-    def _caller(self, write: Write) -> Evidence | None:
-        """Where the function holding a re-arm is called (a forward is called every step)."""
+    def _calls_of(self, write: Write) -> list[CallFact]:
+        """The calls of the function holding a re-arm (one passing False re-arms nothing)."""
         name = _last(write.function)
-        if runs_as_forward(name):
-            return Evidence(
-                f"`{write.function}` runs on every forward", write.line, write.col, write.path
-            )
         calls = [c for c in self.own(name).calls if c.name == name and c.function != write.function]
         if self.run is not None:
             calls.extend(c for c in self.run.calls(name) if c.function != write.function)
         if write.value.startswith("param:"):
             calls = [c for c in calls if c.arg != "false"]
+        return calls
+
+    def _uncalled(self, write: Write) -> Evidence:
+        """Why a re-arm keeps nothing: no call of its function, or calls only from code that
+        runs without gradients (``facts.evaluating``), whose forwards use the flag up."""
+        name = _last(write.function)
+        calls = self._calls_of(write)
+        if calls:
+            call = calls[0]
+            return Evidence(
+                f"`{name}` is called only from `{call.function or 'module level'}`, which runs "
+                "without gradients: its forwards use the flag up, no training step does",
+                call.line,
+                call.col,
+                call.path,
+            )
+        return Evidence(f"nothing in the files seen calls `{name}`")
+
+    def _caller(self, write: Write) -> Evidence | None:
+        """Where the function holding a re-arm is called in training (a forward is called
+        every step; a call from code without gradients is evaluation, and does not count)."""
+        name = _last(write.function)
+        if runs_as_forward(name):
+            return Evidence(
+                f"`{write.function}` runs on every forward", write.line, write.col, write.path
+            )
+        calls = [c for c in self._calls_of(write) if not c.evaluation]
         if not calls:
             return None
         calls.sort(key=lambda c: not runs_as_forward(_last(c.function)))

@@ -152,7 +152,8 @@ class Tracker:
         """``i == 0`` where ``i`` is the index of an enclosing loop that runs the microbatches
         of one step (its body runs backward, not the optimizer step): true on the first
         microbatch of every step, so it is tracked by construction. The index of a loop that
-        also steps the optimizer is true once per process (the resume bug): not tracked."""
+        also changes the weights (``walk.loop_steps_optimizer``) is true once per process (the
+        resume bug): not tracked."""
         name = _first_index_name(value)
         if name is None:
             return False

@@ -11,7 +11,7 @@ from bisect import bisect_left
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from lint_rules.analysis.symbols import Branch, FunctionNode, target_names
+from lint_rules.analysis.symbols import Branch, FunctionNode, dotted, target_names
 from lint_rules.te import FLAG
 
 _LEAVES = frozenset(
@@ -146,12 +146,77 @@ def loop_runs_backward(loop: ast.AST) -> bool:
 
 
 def loop_steps_optimizer(loop: ast.AST) -> bool:
-    """A loop whose body steps the optimizer (``optimizer.step()``, ``zero_grad``...)."""
+    """A loop whose body changes the weights: it steps an optimizer (``optimizer.step()``,
+    ``zero_grad``...), or updates parameters in place by hand (``updates_parameters``)."""
     for name in _called_names(loop):
         lowered = name.lower()
         if lowered in ("step", "zero_grad") or ("optim" in lowered and "step" in lowered):
             return True
+    return updates_parameters(loop)
+
+
+_PARAMETER_LISTS = frozenset({"parameters", "named_parameters"})
+_NOT_VALUES = frozenset({"requires_grad_", "share_memory_"})
+"""In-place methods that change how a tensor is kept, not its values."""
+
+
+def updates_parameters(loop: ast.AST) -> bool:
+    """A hand-written optimizer step in the loop's body: a tensor changed in place
+    (``-=``, ``+=``..., or a method ending in ``_`` such as ``add_``, ``copy_``) that is a
+    parameter, read from a ``.parameters()`` or ``.named_parameters()`` loop, or that the same
+    statement updates from its own ``.grad`` (``fc.weight -= lr * fc.weight.grad``). A
+    ``.grad`` changed in place (``p.grad.zero_()``) is no update of the weights."""
+    body = getattr(loop, "body", ())
+    parameters: set[str] = set()
+    for stmt in body:
+        for node in ast.walk(stmt):
+            if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+                source = node.iter
+                if (
+                    isinstance(source, ast.Call)
+                    and isinstance(source.func, ast.Attribute)
+                    and source.func.attr in _PARAMETER_LISTS
+                ):
+                    parameters.update(name.id for name in target_names(node.target))
+    for stmt in body:
+        for node in ast.walk(stmt):
+            changed: ast.expr
+            if isinstance(node, ast.AugAssign):
+                changed = node.target
+            elif (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr.endswith("_")
+                and not node.func.attr.startswith("_")
+                and node.func.attr not in _NOT_VALUES
+            ):
+                changed = node.func.value
+            else:
+                continue
+            base = _tensor_base(changed)
+            if base is None:
+                continue
+            if base in parameters or _reads_grad_of(node, base):
+                return True
     return False
+
+
+def _tensor_base(node: ast.expr) -> str | None:
+    """``p`` for ``p`` and ``p.data``, ``fc.weight`` for ``fc.weight``; None for a gradient
+    (``p.grad``) or anything but a name or an attribute chain."""
+    if isinstance(node, ast.Attribute) and node.attr == "data":
+        node = node.value
+    spelled = dotted(node)
+    if not spelled or spelled == "grad" or spelled.endswith(".grad"):
+        return None
+    return spelled
+
+
+def _reads_grad_of(statement: ast.AST, base: str) -> bool:
+    return any(
+        isinstance(n, ast.Attribute) and n.attr == "grad" and dotted(n.value) == base
+        for n in ast.walk(statement)
+    )
 
 
 _DECORATED = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef})
