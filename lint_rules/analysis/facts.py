@@ -166,16 +166,20 @@ def evaluating(function: ast.AST) -> bool:
     backward. What it re-arms, its own forwards under no_grad use up: no training step reads
     it (an evaluation loop that resets the flags first)."""
     decorators = getattr(function, "decorator_list", ())
-    off = any(_turns_grad_off(d) for d in decorators)
+    body = getattr(function, "body", ())
+    if not any(_turns_grad_off(d) for d in decorators) and not any(
+        isinstance(stmt, (ast.With, ast.AsyncWith))
+        and any(_turns_grad_off(item.context_expr) for item in stmt.items)
+        for stmt in statements(body)
+    ):
+        return False  # (found from the statements alone: most functions stop here)
     for node in ast.walk(function):
-        if isinstance(node, (ast.With, ast.AsyncWith)):
-            off = off or any(_turns_grad_off(item.context_expr) for item in node.items)
-        elif isinstance(node, ast.Call):
+        if isinstance(node, ast.Call):
             func = node.func
             name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
             if "backward" in name:
                 return False
-    return off
+    return True
 
 
 def _turns_grad_off(node: ast.expr) -> bool:
