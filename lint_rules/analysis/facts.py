@@ -33,6 +33,8 @@ class Write(NamedTuple):
     line: int
     col: int
     path: str | None = None
+    evaluation: bool = False
+    """Its function runs without gradients (``evaluating``): a re-arm there is evaluation's."""
 
 
 class CallFact(NamedTuple):
@@ -411,7 +413,11 @@ def collect(
     collector = _Collector(lines)
     collector.no_globals = source is not None and not may_declare_global(source)
     collector.body(tree.body, "", (), frozenset())
-    return FileFacts(tuple(collector.writes), tuple(collector.calls), tuple(collector.getters))
+    writes = tuple(
+        w._replace(evaluation=True) if w.function and collector._evaluating(w.function) else w
+        for w in collector.writes
+    )
+    return FileFacts(writes, tuple(collector.calls), tuple(collector.getters))
 
 
 def with_path(facts: FileFacts, path: str) -> FileFacts:

@@ -351,6 +351,14 @@ class Lifecycle:
         """Why a re-arm keeps nothing: no call of its function, or calls only from code that
         runs without gradients (``facts.evaluating``), whose forwards use the flag up."""
         name = _last(write.function)
+        if write.evaluation:
+            return Evidence(
+                f"`{name}` runs without gradients: its forwards use the flag up, no training "
+                "step does",
+                write.line,
+                write.col,
+                write.path,
+            )
         calls = self._calls_of(write)
         if calls:
             call = calls[0]
@@ -367,6 +375,8 @@ class Lifecycle:
         """Where the function holding a re-arm is called in training (a forward is called
         every step; a call from code without gradients is evaluation, and does not count)."""
         name = _last(write.function)
+        if write.evaluation:
+            return None
         if runs_as_forward(name):
             return Evidence(
                 f"`{write.function}` runs on every forward", write.line, write.col, write.path

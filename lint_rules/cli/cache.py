@@ -239,7 +239,10 @@ def _facts(raw: list[Any]) -> Any:
 
     writes, calls, getters = raw
     return FileFacts(
-        tuple(Write(k, v, f, tuple(c), int(ln), int(col), p) for k, v, f, c, ln, col, p in writes),
+        tuple(
+            Write(k, v, f, tuple(c), int(ln), int(col), p, bool(e))
+            for k, v, f, c, ln, col, p, e in writes
+        ),
         tuple(CallFact(n, a, f, int(ln), int(col), p, bool(e)) for n, a, f, ln, col, p, e in calls),
         tuple((str(n), str(k)) for n, k in getters),
     )
