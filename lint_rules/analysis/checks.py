@@ -28,8 +28,8 @@ from lint_rules.analysis.symbols import (
     stores_flag,
 )
 from lint_rules.analysis.walk import Context, Walker, exclusive
-from lint_rules.findings import Evidence, Fix
-from lint_rules.rules import callee_text
+from lint_rules.findings import Evidence, Finding, Fix
+from lint_rules.rules import callee_text, format_message
 from lint_rules.te import FLAG
 
 if TYPE_CHECKING:
@@ -63,7 +63,33 @@ class Rule:
         evidence: tuple[Evidence, ...] = (),
         **extra: str,
     ) -> None:
-        self.a.report(self.code, node, target, fix, judgement, evidence, **extra)
+        """A finding of this rule at ``node``: its message, and the judgement's verdict and
+        evidence (or ``evidence`` and ``extra["verdict"]`` where no value is judged)."""
+        guards = self.a.tracker.guards
+        guard = guards[0] if guards else "is_first_microbatch_tracked"
+        message = format_message(
+            self.code,
+            target,
+            guard=guard.rsplit(".", 1)[-1],
+            mapping=extra.get("mapping", "kwargs"),
+            why=extra.get("why", ""),
+        )
+        end_col = getattr(node, "end_col_offset", None)
+        self.a.findings.append(
+            Finding(
+                self.code,
+                message,
+                node.lineno,  # type: ignore[attr-defined]
+                node.col_offset,  # type: ignore[attr-defined]
+                getattr(node, "end_lineno", None) or node.lineno,  # type: ignore[attr-defined]
+                end_col if end_col is not None else node.col_offset,  # type: ignore[attr-defined]
+                fix,
+                verdict=judgement.verdict.value
+                if judgement is not None
+                else extra.get("verdict", ""),
+                evidence=judgement.evidence if judgement is not None else evidence,
+            )
+        )
 
     def stale(
         self,
@@ -281,7 +307,7 @@ class SharedModule(Rule):
                 self._called_twice(sites)
         a = self.a
         if not a.pending and (a.source is None or FLAG in a.source):
-            StatefulCheck(a).run()
+            StatefulCheck(a, self).run()
 
     def _called_twice(self, sites: list[CallSite]) -> None:
         """A module called with a non-None flag at a place of a function where it is also

@@ -13,7 +13,7 @@ from lint_rules.analysis.facts import collect
 from lint_rules.analysis.fixes import FixBuilder, NoFixes
 from lint_rules.analysis.forwarders import Forwarders
 from lint_rules.analysis.gradient import Gradients
-from lint_rules.analysis.lifecycle import Judgement, Lifecycle
+from lint_rules.analysis.lifecycle import Lifecycle
 from lint_rules.analysis.prefilter import interesting_lines, state_lines, te_file
 from lint_rules.analysis.project import Project
 from lint_rules.analysis.resolve import Resolver
@@ -27,8 +27,7 @@ from lint_rules.analysis.walk import (
     loop_bound_names,
     loop_runs_backward,
 )
-from lint_rules.findings import Evidence, Finding, Fix, ast_lines
-from lint_rules.rules import format_message
+from lint_rules.findings import Finding, ast_lines
 from lint_rules.settings import Settings
 from lint_rules.te import TE_ROOT
 
@@ -187,41 +186,6 @@ class Analysis:
         if facts is None:
             facts = self._loops[id(loop)] = (loop_bound_names(loop), loop_runs_backward(loop))
         return facts
-
-    def report(
-        self,
-        code: str,
-        node: ast.AST,
-        target: str,
-        fix: Fix | None,
-        judgement: Judgement | None = None,
-        evidence: tuple[Evidence, ...] = (),
-        **extra: str,
-    ) -> None:
-        guards = self.tracker.guards
-        guard = guards[0] if guards else "is_first_microbatch_tracked"
-        message = format_message(
-            code,
-            target,
-            guard=guard.rsplit(".", 1)[-1],
-            mapping=extra.get("mapping", "kwargs"),
-            why=extra.get("why", ""),
-        )
-        self.findings.append(
-            Finding(
-                code,
-                message,
-                node.lineno,  # type: ignore[attr-defined]
-                node.col_offset,  # type: ignore[attr-defined]
-                node.end_lineno or node.lineno,  # type: ignore[attr-defined]
-                node.end_col_offset if node.end_col_offset is not None else node.col_offset,  # type: ignore[attr-defined]
-                fix,
-                verdict=judgement.verdict.value
-                if judgement is not None
-                else extra.get("verdict", ""),
-                evidence=judgement.evidence if judgement is not None else evidence,
-            )
-        )
 
     def _share_fixes(self) -> None:
         """A value that TEM005 reports gets TEM005's fix (None) under every code.

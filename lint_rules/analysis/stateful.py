@@ -26,6 +26,7 @@ from lint_rules.rules import repeat_text
 from lint_rules.te import FLAG, FLAG_POSITION
 
 if TYPE_CHECKING:
+    from lint_rules.analysis.checks import Rule
     from lint_rules.analysis.core import Analysis
     from lint_rules.analysis.project import Project
     from lint_rules.analysis.resolve import Resolver
@@ -139,8 +140,10 @@ def _is_name(node: ast.AST, name: str) -> bool:
 class StatefulCheck:
     """The check over one file, once its other findings are known."""
 
-    def __init__(self, a: Analysis) -> None:
+    def __init__(self, a: Analysis, rule: Rule) -> None:
         self.a = a
+        self.rule = rule
+        """TEM005's rule object, which reports what this check finds."""
         self._flags: dict[int, StateFlag | None] = {}
         self._ties: dict[tuple[int, int], tuple[Evidence, ...] | None] = {}
 
@@ -257,8 +260,7 @@ class StatefulCheck:
             target = f"`{spelled if len(spelled) <= 60 else spelled[:57] + '...'}`"
             text = f"`{spelled}` is called more than once per forward ({why}{more})"
             first = Evidence(text, where)
-            self.a.report(
-                "TEM005",
+            self.rule.report(
                 call.func,
                 target,
                 None,
