@@ -45,3 +45,34 @@ def without_notes(done: Any) -> Any:
         if not plain.sub("", line).startswith("  note: ")
     )
     return done
+
+
+IN_PROCESS_UNSAFE = frozenset({"-", "--stdin-filename", "--watch", "-j", "--jobs"})
+"""Arguments that read standard input, watch, or start a pool: those runs stay processes."""
+
+
+def run_in_process(args: list[str], cwd: Path) -> Any:
+    """The command run in this process (``lint_rules.cli.main``) from ``cwd``: what
+    ``subprocess.run(..., capture_output=True, text=True)`` of the console script gives
+    (stdout, stderr, the exit code), without a process start and its imports. For the runs that
+    need a process of their own (``IN_PROCESS_UNSAFE``) use a subprocess; the documented
+    commands (test_cli_docs.py) always run as processes."""
+    import contextlib
+    import io
+    import subprocess
+
+    from lint_rules.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    before = os.getcwd()
+    os.chdir(cwd)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(list(args))
+            except SystemExit as stop:  # argparse's usage errors
+                code = stop.code if isinstance(stop.code, int) else 1
+    finally:
+        os.chdir(before)
+    return subprocess.CompletedProcess(args, code, out.getvalue(), err.getvalue())
+

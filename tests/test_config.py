@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import cli, without_notes
+from helpers import IN_PROCESS_UNSAFE, cli, run_in_process, without_notes
 
 from lint_rules.settings import OPTIONS, ConfigResolver, Settings, SettingsError, load_settings
 
@@ -47,6 +47,8 @@ def run(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.
 
 
 def te_lint(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    if not IN_PROCESS_UNSAFE.intersection(args):  # in this process (helpers.run_in_process)
+        return without_notes(run_in_process(list(args), cwd))
     return without_notes(run(*cli(), *args, cwd=cwd))  # one line per finding
 
 

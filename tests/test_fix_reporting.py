@@ -9,7 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from helpers import cli
+from helpers import IN_PROCESS_UNSAFE, cli, run_in_process
 
 from lint_rules.cli import command
 
@@ -30,6 +30,8 @@ UNRESOLVED = "def run(module, x, step):\n    return module(x, is_first_microbatc
 
 
 def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    if not IN_PROCESS_UNSAFE.intersection(args):  # in this process (helpers.run_in_process)
+        return run_in_process(list(args), cwd)  # type: ignore[no-any-return]
     return subprocess.run([*cli(), *args], cwd=cwd, capture_output=True, text=True, timeout=120)
 
 
