@@ -75,4 +75,3 @@ def run_in_process(args: list[str], cwd: Path) -> Any:
     finally:
         os.chdir(before)
     return subprocess.CompletedProcess(args, code, out.getvalue(), err.getvalue())
-
