@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -24,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from lint_rules.runtime.mutations import MUTATION_ENV
-from lint_rules.runtime.resume import DETERMINISM_ENV, LegError
+from lint_rules.runtime.resume import DETERMINISM_ENV, finish_leg, start_leg
 
 STEPS = 4
 RESUME_AT = 2
@@ -82,10 +81,10 @@ def run_leg_matrix(
     package_root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
     argv = [sys.executable, "-m", "lint_rules.runtime.gpu_legs"]
-    first = {leg: _start([*argv, leg, str(plan)], env, work) for leg in ("A", "B")}
+    first = {leg: start_leg([*argv, leg, str(plan)], env, work) for leg in ("A", "B")}
     for leg, proc in first.items():
-        _finish(leg, proc, timeout)
-    _finish("C", _start([*argv, "C", str(plan)], env, work), timeout)
+        finish_leg(leg, proc, timeout)
+    finish_leg("C", start_leg([*argv, "C", str(plan)], env, work), timeout)
     from lint_rules.runtime.snapshot import compare_leg_outputs
 
     labels = {}
@@ -96,23 +95,6 @@ def run_leg_matrix(
             "identical" if report.identical else f"diverges at step {report.first_step}"
         )
     return labels
-
-
-def _start(argv: list[str], env: dict[str, str], cwd: Path) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        argv, env=env, cwd=str(cwd), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
-
-
-def _finish(leg: str, proc: subprocess.Popen[str], timeout: float) -> None:
-    try:
-        output, _ = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        output, _ = proc.communicate()
-        raise LegError(f"leg process {leg} timed out after {timeout}s\n{output[-3000:]}") from None
-    if proc.returncode != 0:
-        raise LegError(f"leg process {leg} failed ({proc.returncode})\n{output[-3000:]}")
 
 
 def _reset_te_state() -> None:

@@ -371,7 +371,8 @@ def _leg_argv(
     return argv + list(extra)
 
 
-def _start(argv: list[str], env: Mapping[str, str], cwd: Path) -> subprocess.Popen[str]:
+def start_leg(argv: list[str], env: Mapping[str, str], cwd: Path) -> subprocess.Popen[str]:
+    """A leg process, its output (stdout and stderr together) piped for ``finish_leg``."""
     return subprocess.Popen(
         argv,
         env=dict(env),
@@ -382,7 +383,8 @@ def _start(argv: list[str], env: Mapping[str, str], cwd: Path) -> subprocess.Pop
     )
 
 
-def _finish(name: str, proc: subprocess.Popen[str], timeout: float) -> None:
+def finish_leg(name: str, proc: subprocess.Popen[str], timeout: float) -> None:
+    """Wait for a leg process; a time-out or a failure is a ``LegError`` with its output's tail."""
     try:
         output, _ = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -458,17 +460,17 @@ def run_resume_check(
     first_wave = ["A", "A'", "B"] if repeat_a else ["A", "B"]
     if parallel:
         started = time.perf_counter()
-        procs = {name: _start(argvs[name], leg_env, cwd) for name in first_wave}
+        procs = {name: start_leg(argvs[name], leg_env, cwd) for name in first_wave}
         for name in first_wave:
-            _finish(name, procs[name], timeout)
+            finish_leg(name, procs[name], timeout)
             seconds[name] = time.perf_counter() - started
     else:
         for name in first_wave:
             started = time.perf_counter()
-            _finish(name, _start(argvs[name], leg_env, cwd), timeout)
+            finish_leg(name, start_leg(argvs[name], leg_env, cwd), timeout)
             seconds[name] = time.perf_counter() - started
     started = time.perf_counter()
-    _finish("C", _start(c_argv, leg_env, cwd), timeout)
+    finish_leg("C", start_leg(c_argv, leg_env, cwd), timeout)
     seconds["C"] = time.perf_counter() - started
     a_vs_c = compare_leg_outputs(work / "A.pt", work / "C.pt", label_a="A", label_b="C")
     a_vs_a = (
