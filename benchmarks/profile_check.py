@@ -95,7 +95,7 @@ def tree_files(name: str, n_files: int) -> tuple[Path, list[str], list[str]]:
 
 def phases(root: Path, files: list[str]) -> None:
     from lint_rules.analysis import analyze_tree, mentions_flag
-    from lint_rules.cli.running import _reported
+    from lint_rules.cli.reporting import reported_findings as _reported
     from lint_rules.fileio import read_source
     from lint_rules.noqa import filter_noqa
     from lint_rules.settings import DEFAULT_SETTINGS

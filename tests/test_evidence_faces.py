@@ -11,7 +11,7 @@ import json
 
 from lint_rules.cli.aids import explain_text
 from lint_rules.cli.formats import format_json, format_text
-from lint_rules.cli.running import _reported
+from lint_rules.cli.reporting import reported_findings as _reported
 from lint_rules.findings import Evidence, Finding
 from lint_rules.flake8_plugin import flake8_message
 from lint_rules.oneline import MAX_CHARS, MAX_STEPS

@@ -10,6 +10,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+from helpers import run_in_process
+
 from lint_rules.analysis import analyze_source
 
 CASES = Path(__file__).resolve().parents[1] / "fixtures" / "lifecycle"
@@ -60,3 +63,29 @@ def test_one_file_alone_says_the_project_is_not_seen() -> None:
         assert "not seen here" in finding.evidence[1].message
         assert "te-microbatch-lint check ." in finding.evidence[1].message
         assert finding.fix is not None and finding.fix.applicability == "unsafe"
+
+
+@pytest.mark.parametrize("case", ["rearm_every_step", "rearm_under_fp8"])
+def test_each_file_is_analysed_once_and_judged_again_with_the_runs_facts(
+    case: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``layers.py``'s verdict reads ``module.py``'s re-arm, which the run knows only after its
+    first pass: the first analysis is kept and its calls judged again (``crossfile.REJUDGE``),
+    with the output a second full analysis gives."""
+    from lint_rules.analysis.core import Analysis
+    from lint_rules.cli import crossfile
+
+    counted: list[str] = []
+    run, rejudge = Analysis.run, Analysis.rejudge
+    monkeypatch.setattr(Analysis, "run", lambda a: counted.append("run") or run(a))
+    monkeypatch.setattr(Analysis, "rejudge", lambda a, r: counted.append("again") or rejudge(a, r))
+    args = ["check", "--no-cache", "--isolated", "-j", "1", "--output-format", "json", "model"]
+    judged = run_in_process(args, CASES / case)
+    analysed = len([c for c in counted if c == "run"])
+    assert counted.count("again") == 1
+    counted.clear()
+    monkeypatch.setattr(crossfile, "REJUDGE", False)
+    full = run_in_process(args, CASES / case)
+    assert counted.count("again") == 0 and counted.count("run") == analysed + 1
+    assert (judged.returncode, judged.stdout) == (full.returncode, full.stdout)
+    assert json.loads(judged.stdout) == _check(case)[1]

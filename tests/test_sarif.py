@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from lint_rules.cli.running import _reported
+from lint_rules.cli.reporting import reported_findings as _reported
 from lint_rules.cli.sarif import FULL_DESCRIPTION_LIMIT, format_sarif, line_hashes
 from lint_rules.findings import Evidence, Finding
 from lint_rules.rules import RULES

@@ -32,7 +32,15 @@ if TYPE_CHECKING:
     from lint_rules.analysis.core import Analysis
     from lint_rules.analysis.project import Project
 
-__all__ = ["Analysis", "Export", "Project", "analyze_source", "analyze_tree", "mentions_flag"]
+__all__ = [
+    "Analysis",
+    "Export",
+    "Project",
+    "analyze_source",
+    "analyze_tree",
+    "mentions_flag",
+    "rejudge",
+]
 
 
 def __getattr__(name: str) -> Any:
@@ -68,10 +76,31 @@ def analyze_tree(
     from lint_rules.analysis.core import Analysis
 
     analysis = Analysis(tree, settings, source, fixes, project)
+    kept = False
     try:
         findings = analysis.run()
         analysis.export()
+        # A first pass of a run, whose verdicts read the run's lifecycle facts (not known
+        # yet): the run keeps the analysis, to judge its calls again once they are
+        # (``rejudge``), instead of analysing the file again.
+        if project is not None and project.keep and project.keys:
+            project.kept = analysis
+            kept = True
         return findings
+    finally:
+        if not kept:
+            analysis.close()
+
+
+@deep
+def rejudge(project: Project) -> list[Finding]:
+    """The findings of the analysis ``project`` kept (``analyze_tree``), judged again with
+    the run's lifecycle facts, now ``project.lifecycle``; the analysis is then let go."""
+    analysis = project.kept
+    assert analysis is not None
+    project.kept = None
+    try:
+        return analysis.rejudge(project.lifecycle)
     finally:
         analysis.close()
 

@@ -13,11 +13,12 @@ from lint_rules.analysis.facts import collect
 from lint_rules.analysis.fixes import FixBuilder, NoFixes
 from lint_rules.analysis.forwarders import Forwarders
 from lint_rules.analysis.gradient import Gradients
-from lint_rules.analysis.lifecycle import Lifecycle
+from lint_rules.analysis.lifecycle import Lifecycle, RunFacts
 from lint_rules.analysis.prefilter import interesting_lines, state_lines, te_file
 from lint_rules.analysis.project import Project
 from lint_rules.analysis.resolve import Resolver
-from lint_rules.analysis.sites import flag_call
+from lint_rules.analysis.sites import FlagCall, flag_call
+from lint_rules.analysis.stateful import StateFlags
 from lint_rules.analysis.symbols import ModuleSymbols, Scope
 from lint_rules.analysis.tracking import Tracker
 from lint_rules.analysis.walk import (
@@ -79,6 +80,11 @@ class Analysis:
         """The lines that can hold a call a rule looks at (``prefilter.interesting_lines``);
         None without a source or with the gates off (every line may)."""
         self._loops: dict[int, tuple[set[str], bool]] = {}
+        self.state_flags = StateFlags()
+        self._sites: list[FlagCall] = []
+        """Every call the rules were handed, in the walk's order (``rejudge`` hands them on
+        again)."""
+        """Where the file's classes pass their own attribute to TE as the flag (TEM005)."""
 
     def _prepare(self) -> None:
         """What the rules ask: the file's symbols, resolution, tracking and fix building."""
@@ -94,13 +100,13 @@ class Analysis:
         self.lifecycle = Lifecycle(self.tree, run, self.source)
         self.forwarders = Forwarders()
         self.rules = [rule(self) for rule in checks.RULES]
-        self.fixes: FixBuilder | NoFixes = (
-            FixBuilder(
-                self.symbols, settings, self.source, self.resolver.classes, self.tree, self._lines
-            )
-            if self._fixes
-            else NoFixes()
-        )
+        self.fixes = self._fix_builder()
+
+    def _fix_builder(self) -> FixBuilder | NoFixes:
+        if not self._fixes:
+            return NoFixes()
+        classes = self.resolver.classes
+        return FixBuilder(self.symbols, self.settings, self.source, classes, self.tree, self._lines)
 
     def run(self) -> list[Finding]:
         marks = None
@@ -115,6 +121,31 @@ class Analysis:
             positional = None if self.mentions_te else positional
         walker = Walker(self._on_call, marks, positional)
         walker.walk_body(self.tree.body, MODULE_CONTEXT)
+        return self._finish()
+
+    def rejudge(self, run: RunFacts) -> list[Finding]:
+        """The findings again, now that the run's lifecycle facts are ``run`` (a first pass
+        judged with none): the calls the walk found are handed to new rules, with a new
+        lifecycle and new fixes. Nothing is walked or resolved again: what the walk and the
+        resolver found does not depend on the lifecycle facts."""
+        if self._pending:
+            return self.findings
+        self.lifecycle = Lifecycle(self.tree, run, self.source)
+        if self.project is not None:
+            self.project.lifecycle = run
+        self.findings = []
+        self.forwarders = Forwarders()
+        self.rules = [rule(self) for rule in checks.RULES]
+        self.fixes = self._fix_builder()
+        for site in self._sites:
+            for rule in self.rules:
+                rule.visit(site)
+        findings = self._finish()
+        if self.project is not None:
+            self.project.keys = tuple(sorted(self.lifecycle.keys))
+        return findings
+
+    def _finish(self) -> list[Finding]:
         if not self._pending:
             by_code = {rule.code: rule for rule in self.rules}
             self.forwarders.finish(
@@ -135,7 +166,7 @@ class Analysis:
             if self._pending:
                 self._prepare()
             project.collect(
-                self.resolver, self.lines() if self.source is not None else None, self.marks
+                self.resolver, self.lines() if self.source is not None else None, self.state_flags
             )
             lines = state_lines(self.source) if self.source is not None else None
             project.facts = collect(self.tree, lines, self.source)
@@ -166,6 +197,8 @@ class Analysis:
             self._prepare()  # the first call the walk finds: only now is anything resolved
         site = flag_call(self, call, ctx)
         if site is not None:
+            self._sites.append(site)
+            self.state_flags.note(site)
             for rule in self.rules:
                 rule.visit(site)
 

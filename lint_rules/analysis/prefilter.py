@@ -184,43 +184,7 @@ def mentions_state(text: str) -> bool:
     return any(word in lowered for word in STATE_WORDS)
 
 
-def spans_a_mark(marks: list[int], node: object) -> bool:
-    """Whether one of ``marks`` (ascending line numbers) falls within ``node``'s lines; always,
-    with the gates off."""
-    if not GATES:
-        return True
-    from bisect import bisect_left
-
-    first = getattr(node, "lineno", 0)
-    at = bisect_left(marks, first)
-    return at < len(marks) and marks[at] <= (getattr(node, "end_lineno", None) or first)
-
-
 def spells_any(text: str | None, names: set[str]) -> bool:
     """Whether ``text`` spells one of ``names`` (None: no text, so it may); always, with the
     gates off."""
     return not GATES or text is None or any(name in text for name in names)
-
-
-def class_may_pass_flag(symbols: object, cls: object) -> bool:
-    """Whether a class may pass the flag to TE: its lines spell the flag (a keyword), or the
-    file imports TE and names a class that takes it (a positional flag, ``te_file``); always
-    without a text or with the gates off. ``symbols``: the file's ``ModuleSymbols`` (its text,
-    and the lines that spell the flag, found once)."""
-    text = getattr(symbols, "_source", None)
-    if not GATES or text is None:
-        return True
-    found: list[int] | bool | None = getattr(symbols, "_flag_lines", None)
-    if found is None:
-        if te_file(text):
-            found = True
-        elif "\r" in text:
-            from lint_rules.findings import split_lines
-
-            found = [n for n, line in enumerate(split_lines(text), start=1) if FLAG in line]
-        else:
-            found = hit_lines(text, (FLAG,))
-        symbols._flag_lines = found  # type: ignore[attr-defined]
-    if isinstance(found, list):
-        return spans_a_mark(found, cls)
-    return True

@@ -28,12 +28,13 @@ from lint_rules.analysis.exports import Export
 from lint_rules.analysis.facts import EMPTY, FileFacts
 from lint_rules.analysis.kinds import NOT_TE, UNKNOWN, Kind, Tag
 from lint_rules.analysis.lifecycle import RunFacts
-from lint_rules.analysis.stateful import state_flag
 from lint_rules.analysis.symbols import statements
 from lint_rules.te import TE_ROOT
 
 if TYPE_CHECKING:
+    from lint_rules.analysis.core import Analysis
     from lint_rules.analysis.resolve import Resolver
+    from lint_rules.analysis.stateful import StateFlags
     from lint_rules.analysis.symbols import ModuleSymbols
 
 
@@ -91,6 +92,12 @@ class Project:
         """Absolute qualnames outside TE that the file imports at module level (when it does
         not import TE) or that its resolution looked up."""
         self._labels: dict[str, ast.ClassDef] = {}
+        self.keep = False
+        """Set by the run for a file's first pass: keep its analysis if its verdicts read
+        the run's lifecycle facts (``kept``), to judge it again once they are known."""
+        self.kept: Analysis | None = None
+        self.source: object = None
+        """The file as the run read it, with ``kept`` (``fileio.Source``)."""
 
     def start(self, symbols: ModuleSymbols) -> bool:
         """For a file that does not import TE: note its module-level imports, and say whether
@@ -170,12 +177,13 @@ class Project:
         self,
         resolver: Resolver,
         lines: list[str] | None = None,
-        flag_lines: list[int] | None = None,
+        flags: StateFlags | None = None,
     ) -> None:
         """What this file exports: module-level TE subclasses, factories of TE modules, and
         names it imports from the index (a package's ``__init__`` re-exporting them).
         ``lines``: the source's, where a function that never spells ``yield`` is told not to
-        be a generator without walking it."""
+        be a generator without walking it. ``flags``: the file's ``StateFlags`` (a TE
+        subclass that passes its own attribute as the flag is exported as stateful)."""
         symbols = resolver.symbols
         classes = resolver.classes
         for name, node in symbols.classes.items():
@@ -183,7 +191,7 @@ class Project:
             if te:
                 forward = classes.defines(node, "forward")
                 export = _export("class", classes.instance(node), name, te, forward)
-                flag = state_flag(resolver, node, flag_lines)
+                flag = flags.of(symbols, node) if flags is not None else None
                 if flag is not None:
                     export = export._replace(stateful=flag.attr)
                 self.exports[name] = export

@@ -121,8 +121,6 @@ class Resolver:
         self.classes = Classes(self)
         self.resolving: set[int] = set()
         self._memo: dict[tuple[object, ...], Kind] = {}
-        self.state_flags: dict[int, object] = {}
-        """``stateful.state_flag`` of each class asked about (the check and the export ask)."""
         self._depth: dict[tuple[object, ...], int] = {}
         self._low = _NO_CYCLE
 

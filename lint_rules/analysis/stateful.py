@@ -23,13 +23,14 @@ from lint_rules.analysis.nodes import dotted
 from lint_rules.analysis.walk import COMPREHENSIONS, Context, Walker, exclusive
 from lint_rules.findings import Evidence
 from lint_rules.rules import repeat_text
-from lint_rules.te import FLAG, FLAG_POSITION
 
 if TYPE_CHECKING:
     from lint_rules.analysis.checks import Rule
     from lint_rules.analysis.core import Analysis
     from lint_rules.analysis.project import Project
-    from lint_rules.analysis.resolve import Resolver
+    from lint_rules.analysis.scopes import Scope
+    from lint_rules.analysis.sites import FlagCall
+    from lint_rules.analysis.symbols import ModuleSymbols
 
 _DEPTH = 4
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -44,82 +45,66 @@ class StateFlag:
     col: int
 
 
-def state_flag(
-    resolver: Resolver, cls: ast.ClassDef, marks: list[int] | None = None
-) -> StateFlag | None:
-    """The attribute a class's methods pass to a TE module as the flag, if any: ``self.X``,
-    or a local whose assignment reads ``self.X`` (``None if cond else self.X``). ``marks``:
-    the lines that can hold a call passing the flag (``prefilter.interesting_lines``); a class
-    with none passes no flag."""
-    if marks is not None and not prefilter.spans_a_mark(marks, cls):
-        return None
-    memo = resolver.state_flags
-    if id(cls) not in memo:
-        memo[id(cls)] = _state_flag(resolver, cls)
-    found = memo[id(cls)]
-    assert found is None or isinstance(found, StateFlag)
-    return found
+class StateFlags:
+    """Where each class of the file passes its own attribute to a TE module as the flag: the
+    flag-passing calls the walk hands the rules (``note``, one ``FlagCall`` each), kept by the
+    method they sit in. A class's flag is the first such call (by position) of its first such
+    method (in ``class_info`` order). Told from the rules' own sites, it needs no walk of its
+    own, and it sees a call exactly when the rules do (the text gates included)."""
 
+    def __init__(self) -> None:
+        self._found: dict[int, list[tuple[int, int, StateFlag]]] = {}
 
-def _state_flag(resolver: Resolver, cls: ast.ClassDef) -> StateFlag | None:
-    symbols = resolver.symbols
-    if not prefilter.class_may_pass_flag(symbols, cls):
-        return None
-    info = symbols.class_info(cls)
-    for method in info.methods.values():
+    def note(self, site: FlagCall) -> None:
+        """A call passing ``self.X`` to a TE module (or a local assigned from ``self.X``)."""
+        value = site.value
+        scope = site.ctx.scope
+        if value is None or scope is None or not isinstance(site.callee, TEModule):
+            return
+        while scope[2] is None:  # a function nested in a method: the method's `self`
+            outer = scope[1]
+            if outer is None or outer.scope is None:
+                return
+            scope = outer.scope
+        method = scope[0]
+        if isinstance(method, ast.Lambda):
+            return
         args = method.args.posonlyargs + method.args.args
         if not args:
-            continue
+            return
         self_name = args[0].arg
-        locals_from_self: dict[str, str] = {}
-        for node in ast.walk(method):
-            if isinstance(node, ast.Assign):
-                read = _self_attribute_read(node.value, self_name)
-                if read is not None:
-                    for target in node.targets:
-                        if isinstance(target, ast.Name):
-                            locals_from_self[target.id] = read
-            if not isinstance(node, ast.Call):
-                continue
-            values = [k.value for k in node.keywords if k.arg == FLAG]
-            positional = len(node.args) >= 2
-            if not values and not positional:
-                continue
-            # Only a value read off `self` can make the class stateful: resolve no other call
-            # (a positional flag is never the first argument).
-            if not any(
-                _reads_self(v, self_name, locals_from_self) for v in values or node.args[1:]
-            ):
-                continue
-            callee = resolver.callee(node, symbols.scope(method, None, cls))
-            if not isinstance(callee, TEModule):
-                continue
-            if not values:  # `super().forward(x, self.flag)`: at the class's position
-                position = (
-                    callee.index if callee.index is not None else FLAG_POSITION.get(callee.cls)
-                )
-                index = None if position is None else position + callee.shift
-                if index is None or index >= len(node.args):
-                    continue
-                if any(isinstance(a, ast.Starred) for a in node.args[: index + 1]):
-                    continue
-                values = [node.args[index]]
-            for value in values:
-                attr = None
-                if isinstance(value, ast.Attribute) and _is_name(value.value, self_name):
-                    attr = value.attr
-                elif isinstance(value, ast.Name):
-                    attr = locals_from_self.get(value.id)
-                if attr is not None:
-                    return StateFlag(attr, value.lineno, value.col_offset)
+        attr = None
+        if isinstance(value, ast.Attribute) and _is_name(value.value, self_name):
+            attr = value.attr
+        elif isinstance(value, ast.Name) and site.scope is not None:
+            attr = _local_from_self(site.scope, value.id, self_name)
+        if attr is not None:
+            found = StateFlag(attr, value.lineno, value.col_offset)
+            self._found.setdefault(id(method), []).append((value.lineno, value.col_offset, found))
+
+    def of(self, symbols: ModuleSymbols, cls: ast.ClassDef) -> StateFlag | None:
+        """The attribute ``cls``'s methods pass to a TE module as the flag, if any."""
+        if not self._found:
+            return None
+        for method in symbols.class_info(cls).methods.values():
+            found = self._found.get(id(method))
+            if found:
+                return min(found)[2]
+        return None
+
+
+def _local_from_self(scope: Scope, name: str, self_name: str) -> str | None:
+    """The attribute of ``self`` that an assignment of the local ``name`` reads
+    (``flag = None if cond else self.flag``), if one does."""
+    holder = scope.lookup(name)
+    if holder is None:
+        return None
+    for binding in holder.bindings.get(name, ()):
+        if binding.how == "assign" and binding.value is not None:
+            read = _self_attribute_read(binding.value, self_name)
+            if read is not None:
+                return read
     return None
-
-
-def _reads_self(value: ast.expr, self_name: str, locals_from_self: dict[str, str]) -> bool:
-    """``self.X``, or a local assigned from it: what ``state_flag`` takes for the state."""
-    if isinstance(value, ast.Attribute):
-        return _is_name(value.value, self_name)
-    return isinstance(value, ast.Name) and value.id in locals_from_self
 
 
 def _self_attribute_read(value: ast.expr, self_name: str) -> str | None:
@@ -144,13 +129,10 @@ class StatefulCheck:
         self.a = a
         self.rule = rule
         """TEM005's rule object, which reports what this check finds."""
-        self._flags: dict[int, StateFlag | None] = {}
         self._ties: dict[tuple[int, int], tuple[Evidence, ...] | None] = {}
 
     def flag_of(self, cls: ast.ClassDef) -> StateFlag | None:
-        if id(cls) not in self._flags:
-            self._flags[id(cls)] = state_flag(self.a.resolver, cls, self.a.marks)
-        return self._flags[id(cls)]
+        return self.a.state_flags.of(self.a.symbols, cls)
 
     def _may_hold_a_project_wrapper(self, project: Project) -> bool:
         """Whether the file may tie a module to a stateful wrapper of another file of the run:

@@ -33,12 +33,18 @@ except ImportError:  # pragma: no cover - other Pythons
 from lint_rules.analysis import Export, Project
 from lint_rules.analysis.lifecycle import RunFacts, lifecycle_digest
 from lint_rules.analysis.project import matched
-from lint_rules.cli.running import Job, Outcome, Plan, Work, _parse, check_file
+from lint_rules.cli.running import Job, Outcome, Plan, Work, _parse, check_file, rejudge_file
 
 MAX_ROUNDS = 8
 """Passes after the first; each follows a chain of subclasses one file further."""
 
 REDO_POOL_MIN = 16
+KEPT_MAX = 64
+"""First-pass analyses kept at most, to be judged again once the run's lifecycle facts are
+known (``rejudge_file``); a file past them is analysed again in full."""
+
+REJUDGE = True
+"""Off (a test), every file whose verdicts read the run's facts is analysed again in full."""
 """Files analysed again in one pass below which no process pool is started for them."""
 
 Index = dict[str, Export]
@@ -226,13 +232,36 @@ def run_crossfile(
     def analyse(
         places: list[int], index: Index, first: bool = False, alone: bool = False
     ) -> Iterator[None]:
-        items = [(plan.files[p], settings[p], project(p, index)) for p in places]
+        for place in places:  # analysed again in full: a kept first analysis is stale
+            old = kept.pop(place, None)
+            if old is not None and old.kept is not None:
+                old.kept.close()
+        projects = [project(p, index) for p in places]
         pool = workers if alone or len(places) >= REDO_POOL_MIN else 1
-        for place, outcome in zip(places, _parse(check_file, check, items, pool)):
+        for view in projects:  # in this process, a first analysis can be kept
+            view.keep = first and pool == 1 and REJUDGE
+        items = [(plan.files[p], settings[p], view) for p, view in zip(places, projects)]
+        for place, view, outcome in zip(places, projects, _parse(check_file, check, items, pool)):
             outcomes[place] = outcome
+            if view.kept is not None:
+                if len(kept) < KEPT_MAX and outcome.error is None:
+                    kept[place] = view
+                else:
+                    view.kept.close()
+                    view.kept = None
             if first and on_parsed is not None:
                 on_parsed()
             yield
+
+    kept: dict[int, Project] = {}
+    """First analyses whose verdicts read the run's facts, to be judged again with them."""
+
+    def rejudged(places: list[int]) -> None:
+        for place in places:
+            view = kept.pop(place)
+            assert facts is not None
+            view.lifecycle = facts.without(plan.files[place])
+            outcomes[place] = rejudge_file(check, plan.files[place], settings[place], None, view)
 
     def final(place: int) -> bool:
         """Whether the outcome at ``place`` is known and cannot depend on the index."""
@@ -265,6 +294,13 @@ def run_crossfile(
         if life:
             used = f"{used}/{life}"
         return outcome.used != used or outcome.package != layout[place][1]
+
+    def index_stale(place: int, index: Index, keys: list[str]) -> bool:
+        """Whether what the file read from the index changed (not only the run's facts)."""
+        outcome = outcomes[place]
+        assert outcome is not None
+        used = used_digest(outcome.names, index, keys)
+        return outcome.used.split("/", 1)[0] != used or outcome.package != layout[place][1]
 
     # The first pass reads the exports of the files found in the cache: in an incremental run
     # a changed file that uses them is then analysed once, not twice.
@@ -314,6 +350,10 @@ def run_crossfile(
             continue
         keys = sorted(index)
         again = [place for place in active if stale(place, index, keys)]
+        judge = [p for p in again if p in kept and not index_stale(p, index, keys)]
+        if judge:  # only the run's facts changed: judge the kept analyses again
+            rejudged(judge)
+            continue
         if not again or rounds == MAX_ROUNDS:
             break
         # The files that export go first, until what they export settles: a file that only
@@ -326,6 +366,10 @@ def run_crossfile(
             rounds += 1
         for _ in analyse(again, index):
             pass
+    for view in kept.values():  # not judged again: nothing changed for them
+        assert view.kept is not None
+        view.kept.close()
+    kept.clear()
     for place in waiting:  # read for nothing: done as a file the prefilter rules out
         outcomes[place] = plan.done[place] = Outcome(plan.files[place])
         if on_parsed is not None:

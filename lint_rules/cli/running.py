@@ -16,7 +16,7 @@ import contextlib
 import functools
 import os
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -26,7 +26,7 @@ except ImportError:  # pragma: no cover - other Pythons
     from hashlib import blake2b
 
 from lint_rules.cli.cpus import CpuSample, default_cpus
-from lint_rules.findings import char_column, split_lines
+from lint_rules.findings import split_lines
 from lint_rules.settings import Settings
 
 POOL_MIN_BYTES = 400_000
@@ -152,88 +152,6 @@ def content_digest(settings: Settings, disable_noqa: bool, raw: bytes) -> str:
     return digest.hexdigest()
 
 
-def _char_columns(text: str) -> Callable[[int, int], int]:
-    """Map (line, UTF-8 byte column) to a character column; lines are split only when asked."""
-    lines: list[str] = []
-
-    def convert(line: int, col: int) -> int:
-        if not lines:
-            lines.extend(split_lines(text))
-        if not 1 <= line <= len(lines):
-            return col
-        return char_column(lines[line - 1], col)
-
-    return convert
-
-
-def _fingerprints(text: str, findings: Sequence[Any]) -> list[str]:
-    lines = split_lines(text)
-    seen: dict[tuple[str, str], int] = {}
-    prints = []
-    for f in findings:
-        content = " ".join(lines[f.line - 1].split()) if 0 < f.line <= len(lines) else ""
-        occurrence = seen[(f.code, content)] = seen.get((f.code, content), 0) + 1
-        key = f"{f.code}\0{content}\0{occurrence}".encode("utf-8", "backslashreplace")
-        prints.append(blake2b(key, digest_size=16).hexdigest())
-    return prints
-
-
-def _evidence(path: str, finding: Any, chars: Callable[[int, int], int]) -> tuple:
-    steps = []
-    for step in getattr(finding, "evidence", ()):
-        if step.path is None or step.path == path:
-            column = chars(step.line, step.col) + 1 if step.line else 0
-            steps.append((path, step.line, column, step.message))
-        else:
-            steps.append((step.path, step.line, step.col + 1 if step.line else 0, step.message))
-    return tuple(steps)
-
-
-def _edits(fix: Any, chars: Callable[[int, int], int]) -> tuple:
-    if fix is None:
-        return ()
-    return tuple(
-        (
-            edit.start[0],
-            chars(edit.start[0], edit.start[1]) + 1,
-            edit.end[0],
-            chars(edit.end[0], edit.end[1]) + 1,
-            edit.replacement,
-        )
-        for edit in fix.edits
-    )
-
-
-FIX_MESSAGE = "Pass a value that is re-armed every step (`None` or a guard)"
-
-
-def _reported(path: str, text: str, findings: Iterable[Any]) -> tuple[Reported, ...]:
-    chars = _char_columns(text)
-    ordered = sorted(findings, key=lambda f: f.sort_key)
-    prints = _fingerprints(text, ordered)
-    return tuple(
-        Reported(
-            path=path,
-            code=f.code,
-            message=f.message,
-            line=f.line,
-            column=f.col + 1,
-            end_line=f.end_line,
-            end_column=f.end_col + 1,
-            char_column=chars(f.line, f.col) + 1,
-            end_char_column=chars(f.end_line, f.end_col) + 1,
-            fixable=f.fix is not None,
-            applicability=getattr(f.fix, "applicability", None) if f.fix else None,
-            fingerprint=fingerprint,
-            verdict=getattr(f, "verdict", ""),
-            evidence=_evidence(path, f, chars),
-            fix_message=((f.fix.note or FIX_MESSAGE) if f.fix else ""),
-            edits=_edits(f.fix, chars),
-        )
-        for f, fingerprint in zip(ordered, prints)
-    )
-
-
 def _syntax_outcome(path: str, error: SyntaxError, digest: str = "") -> Outcome:
     where = f" (line {error.lineno}, column {error.offset})" if error.lineno else ""
     return Outcome(
@@ -280,20 +198,45 @@ def check_file(
     ``project``: the other files of the run, ``analysis.Project``, or None)."""
     from lint_rules.analysis import analyze_source
     from lint_rules.fileio import read_source
-    from lint_rules.noqa import filter_noqa
 
     source = source or read_source(path)
-    digest = content_digest(settings, job.disable_noqa, source.raw)
     try:
         findings = analyze_source(source.text, settings, project=project)
     except SyntaxError as error:
-        return _syntax_outcome(path, error, digest)
+        return _syntax_outcome(path, error, content_digest(settings, job.disable_noqa, source.raw))
+    if project is not None and project.kept is not None:
+        project.source = source  # to be judged again (``crossfile.rejudged``)
+    return checked(job, path, settings, source, findings, project)
+
+
+@_guarded
+def rejudge_file(
+    job: Job, path: str, settings: Settings, source: Any = None, project: Any = None
+) -> Outcome:
+    """``check_file`` again, for a file whose first analysis the run kept (``project.kept``)
+    now that the run's lifecycle facts are known (``project.lifecycle``): its calls are
+    judged again; nothing is read, parsed, walked or resolved again."""
+    from lint_rules.analysis import rejudge
+
+    findings = rejudge(project)
+    return checked(job, path, settings, project.source, findings, project)
+
+
+def checked(
+    job: Job, path: str, settings: Settings, source: Any, findings: Any, project: Any
+) -> Outcome:
+    """A file's outcome from its findings: ``# noqa`` applied, and what it tells the run."""
+    from lint_rules.noqa import filter_noqa
+
+    digest = content_digest(settings, job.disable_noqa, source.raw)
     if findings:
         findings, _ = filter_noqa(findings, source.text, job.disable_noqa)
         from lint_rules.cli.fixcount import only_applicable_fixes
 
         findings = only_applicable_fixes(source.text, findings, job.disable_noqa)
-    reported = _reported(path, source.text, findings)
+    from lint_rules.cli.reporting import reported_findings
+
+    reported = reported_findings(path, source.text, findings)
     found = {}
     if project is not None:
         from lint_rules.cli.crossfile import found_in
