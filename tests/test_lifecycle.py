@@ -89,3 +89,57 @@ def test_each_file_is_analysed_once_and_judged_again_with_the_runs_facts(
     assert counted.count("again") == 0 and counted.count("run") == analysed + 1
     assert (judged.returncode, judged.stdout) == (full.returncode, full.stdout)
     assert json.loads(judged.stdout) == _check(case)[1]
+
+
+def test_a_class_built_only_where_the_re_arm_holds_is_maintained() -> None:
+    """``built_under_switch``: the re-arm runs only ``if fp8 is not None or use_switch``.
+    ``SwitchLinear`` (and its subclass) is built only where ``use_switch`` is set (a provider
+    made under it, a choice by it, after an early return), so wherever it exists its flag is
+    re-armed: not reported. ``PlainLinear`` is built where the switch is off, and
+    ``LooseLinear`` also by a helper that no file calls: both are reported, as conditional."""
+    rc, rows = _check("built_under_switch")
+    assert rc == 1
+    keys = ("path", "line", "column", "code", "verdict", "evidence")
+    found = [{key: row[key] for key in keys} for row in rows]
+    expected = json.loads((CASES / "built_under_switch.expected.json").read_text())
+    assert found == expected
+    assert [row["line"] for row in rows] == [34, 45]
+
+
+def test_where_a_class_is_built_is_seen_only_by_a_run_over_its_builders(tmp_path: Path) -> None:
+    """Without ``specs.py`` nothing shows where ``SwitchLinear`` is built: it is reported too.
+    One file alone (flake8) cannot see the re-arm at all."""
+    import shutil
+
+    shutil.copytree(CASES / "built_under_switch", tmp_path / "case")
+    (tmp_path / "case" / "model" / "specs.py").unlink()
+    args = ["check", "--no-cache", "--isolated", "--output-format", "json", "model"]
+    proc = run_in_process(args, tmp_path / "case")
+    assert [r["line"] for r in json.loads(proc.stdout)] == [19, 34, 45]
+    text = (CASES / "built_under_switch" / "model" / "layers.py").read_text()
+    assert [f.line for f in analyze_source(text)] == [19, 34, 45]
+
+
+@pytest.mark.parametrize(
+    ("guard", "outcome", "condition", "implied"),
+    [
+        ("use_switch", True, "cfg.fp8 is not None or getattr(cfg, 'use_switch', False)", True),
+        ("config.use_switch and ready", True, "cfg.use_switch", True),
+        ("not config.use_switch", False, "cfg.use_switch", True),
+        ("not config.use_switch", True, "cfg.use_switch", False),
+        ("config.fp8", True, "cfg.fp8 is not None", True),
+        ("config.fp8 is not None", True, "cfg.fp8", False),  # set is not truthy
+        ("use_switch or other", True, "cfg.use_switch", False),
+        ("config.fp8 is None", False, "cfg.fp8 is not None", True),
+        ("use_switch", True, "cfg.use_switch and cfg.fp8", False),
+    ],
+)
+def test_what_a_test_implies_of_a_re_arms_condition(
+    guard: str, outcome: bool, condition: str, implied: bool
+) -> None:
+    import ast
+
+    from lint_rules.analysis import builds
+
+    known = builds.terms(ast.parse(guard, mode="eval").body, outcome)
+    assert builds.implies(known, [ast.parse(condition, mode="eval").body]) is implied

@@ -95,14 +95,24 @@ def analyze_tree(
 @deep
 def rejudge(project: Project) -> list[Finding]:
     """The findings of the analysis ``project`` kept (``analyze_tree``), judged again with
-    the run's lifecycle facts, now ``project.lifecycle``; the analysis is then let go."""
+    the run's lifecycle facts, now ``project.lifecycle``; the analysis is then let go, unless
+    its verdicts now ask the run a question it has not answered yet."""
     analysis = project.kept
     assert analysis is not None
     project.kept = None
+    again = False
     try:
-        return analysis.rejudge(project.lifecycle)
+        findings = analysis.rejudge(project.lifecycle)
+        answers = project.lifecycle.answers
+        again = project.keep and any(
+            key.startswith("built:") and key not in answers for key in project.keys
+        )  # a question to the run (``builds``): judged once more when it is answered
+        if again:
+            project.kept = analysis
+        return findings
     finally:
-        analysis.close()
+        if not again:
+            analysis.close()
 
 
 @deep

@@ -13,10 +13,11 @@ from lint_rules.analysis.facts import collect
 from lint_rules.analysis.fixes import FixBuilder, NoFixes
 from lint_rules.analysis.forwarders import Forwarders
 from lint_rules.analysis.gradient import Gradients
-from lint_rules.analysis.lifecycle import Lifecycle, RunFacts
+from lint_rules.analysis.lifecycle import Lifecycle
 from lint_rules.analysis.prefilter import interesting_lines, state_lines, te_file
 from lint_rules.analysis.project import Project
 from lint_rules.analysis.resolve import Resolver
+from lint_rules.analysis.runfacts import RunFacts
 from lint_rules.analysis.sites import FlagCall, flag_call
 from lint_rules.analysis.stateful import StateFlags
 from lint_rules.analysis.symbols import ModuleSymbols, Scope

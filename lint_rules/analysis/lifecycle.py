@@ -16,9 +16,8 @@ import enum
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
-from lint_rules.analysis import prefilter
+from lint_rules.analysis import builds, prefilter
 from lint_rules.analysis.facts import (
-    EMPTY,
     MODE_ATTRIBUTES,
     CallFact,
     FileFacts,
@@ -26,6 +25,9 @@ from lint_rules.analysis.facts import (
     collect,
 )
 from lint_rules.analysis.nodes import is_none, target_names
+from lint_rules.analysis.runfacts import RunFacts
+from lint_rules.analysis.runfacts import last_name as _last
+from lint_rules.analysis.runfacts import re_arms as _re_arms
 from lint_rules.analysis.walk import loop_runs_backward, loop_steps_optimizer
 from lint_rules.findings import Evidence, ast_lines
 
@@ -111,6 +113,8 @@ class Lifecycle:
         self._own: dict[str, FileFacts] = {}
         self._module_code: dict[int, bool] = {}
         self._class = ""
+        self._self = ""
+        """The class of the call being judged, and its method's first parameter."""
         self.keys: set[str] = set()
         """The state keys this file's verdicts read from the run, and ``fn:<name>`` for the
         functions of this file that re-arm them (their callers may be in other files)."""
@@ -135,6 +139,8 @@ class Lifecycle:
         """The verdict on ``value`` passed as the flag at a call in ``ctx``."""
         cls = ctx.scope[2] if ctx.scope is not None else None
         self._class = cls.name if cls is not None else ""
+        args = ctx.scope[0].args if cls is not None and ctx.scope is not None else None
+        self._self = args.args[0].arg if args is not None and args.args else ""
         return worst(self._judge(s) for s in self.sources(value, scope, ctx, 0, scope))
 
     def sources(
@@ -320,7 +326,7 @@ class Lifecycle:
         called = [(w, self._caller(w)) for w in rearms]
         live = [(w, c) for w, c in called if c is not None]
         plain = [(w, c) for w, c in live if not w.conditions]
-        if plain:
+        if plain or self._built_where_re_armed(key, node, live):
             return MAINTAINED
         if live:
             write, caller = live[0]
@@ -336,6 +342,23 @@ class Lifecycle:
             return Judgement(Verdict.UNVERIFIED, tuple(steps[:8]), provisional=alone)
         steps.append(Evidence(f"nothing in the files seen re-arms `{spelled}`"))
         return Judgement(Verdict.STALE, tuple(steps[:8]), provisional=alone)
+
+    def _built_where_re_armed(
+        self, key: str, node: ast.AST | None, live: Sequence[tuple[Write, Evidence | None]]
+    ) -> bool:
+        """``self.<flag>`` of a class the run builds only where a re-arm's condition holds
+        (``builds``): asked as a key of this file's verdicts, answered by a run over several
+        files (``RunFacts.answers``)."""
+        if self.run is None or not self._class or not key.startswith("attr:"):
+            return False
+        if not (isinstance(node, ast.Attribute) and getattr(node.value, "id", "") == self._self):
+            return False
+        for write, _caller in live:
+            asked = builds.question(self._class, write.conditions)
+            self.keys.add(asked)
+            if self.run.answers.get(asked):
+                return True
+        return False
 
     def _calls_of(self, write: Write) -> list[CallFact]:
         """The calls of the function holding a re-arm (one passing False re-arms nothing)."""
@@ -406,13 +429,6 @@ _ALONE = Evidence(
 )
 
 
-def _re_arms(write: Write) -> bool:
-    """A write that can set the flag again after ``__init__``: True, an argument, a fresh value."""
-    if not write.function or _last(write.function) == "__init__":
-        return False
-    return write.value in ("true", "zero", "derived") or write.value.startswith("param:")
-
-
 def _first_of_each(writes: Sequence[Write]) -> list[Write]:
     """One set-up write and one clear, the first of each, for the evidence."""
     chosen: list[Write] = []
@@ -451,10 +467,6 @@ def _value_text(value: str) -> str:
         "copy": "a copy",
         "derived": "a computed value",
     }.get(value, f"its argument `{value[6:]}`" if value.startswith("param:") else value)
-
-
-def _last(function: str) -> str:
-    return function.rsplit(".", 1)[-1]
 
 
 def _text(node: ast.AST) -> str:
@@ -520,64 +532,3 @@ def _called_by_forward(cls: ast.ClassDef, name: str) -> bool:
                 if called in methods:
                     todo.append(methods[called])
     return False
-
-
-class RunFacts:
-    """The facts of the files of a run, by state key and by called name. ``skip``: a file
-    whose facts are left out (a file's own facts are read from its tree)."""
-
-    def __init__(self, files: Iterable[tuple[str, FileFacts]] = ()) -> None:
-        self._writes: dict[str, list[Write]] = {}
-        self._calls: dict[str, list[CallFact]] = {}
-        self._getters: list[tuple[str, str, str]] = []
-        self.paths: set[str] = set()
-        self.skip: str | None = None
-        for path, facts in files:
-            self.add(path, facts)
-
-    def add(self, path: str, facts: FileFacts) -> None:
-        if facts == EMPTY:
-            return
-        self.paths.add(path)
-        for write in facts.writes:
-            self._writes.setdefault(write.key, []).append(write._replace(path=path))
-        for call in facts.calls:
-            self._calls.setdefault(call.name, []).append(call._replace(path=path))
-        self._getters.extend((name, key, path) for name, key in facts.getters)
-
-    def writes(self, key: str) -> list[Write]:
-        return [w for w in self._writes.get(key, ()) if w.path != self.skip]
-
-    def calls(self, name: str) -> list[CallFact]:
-        return [c for c in self._calls.get(name, ()) if c.path != self.skip]
-
-    @property
-    def getters(self) -> list[tuple[str, str]]:
-        return [(name, key) for name, key, path in self._getters if path != self.skip]
-
-    def without(self, path: str) -> RunFacts:
-        """The same facts less those of ``path`` (a view: nothing is copied)."""
-        if path not in self.paths:
-            return self
-        view = RunFacts()
-        view._writes, view._calls, view._getters = self._writes, self._calls, self._getters
-        view.paths, view.skip = self.paths, path
-        return view
-
-
-def lifecycle_digest(keys: Sequence[str], run: RunFacts) -> str:
-    """What verdicts reading ``keys`` (state keys, and ``fn:<name>`` for the file's own
-    re-arming functions) see of the run: "" when nothing. Two runs with the same digest give
-    the same verdicts, so a file's result is reused only when this is unchanged."""
-    if not keys:
-        return ""
-    writes = sorted(w for k in keys if not k.startswith("fn:") for w in run.writes(k))
-    names = {k[3:] for k in keys if k.startswith("fn:")}
-    names.update(_last(w.function) for w in writes if _re_arms(w))  # only their callers count
-    calls = sorted(c for n in sorted(names) for c in run.calls(n))
-    if not (writes or calls or run.getters):
-        return ""
-    text = repr((writes, calls, sorted(run.getters)))
-    import hashlib
-
-    return hashlib.blake2b(text.encode("utf-8", "backslashreplace"), digest_size=16).hexdigest()

@@ -30,9 +30,9 @@ try:  # the module behind hashlib.blake2b, without loading OpenSSL
 except ImportError:  # pragma: no cover - other Pythons
     from hashlib import blake2b
 
-from lint_rules.analysis import Export, Project
-from lint_rules.analysis.lifecycle import RunFacts, lifecycle_digest
+from lint_rules.analysis import Export, Project, builds
 from lint_rules.analysis.project import matched
+from lint_rules.analysis.runfacts import RunFacts, lifecycle_digest
 from lint_rules.cli.running import Job, Outcome, Plan, Work, _parse, check_file, rejudge_file
 
 MAX_ROUNDS = 8
@@ -262,6 +262,8 @@ def run_crossfile(
             assert facts is not None
             view.lifecycle = facts.without(plan.files[place])
             outcomes[place] = rejudge_file(check, plan.files[place], settings[place], None, view)
+            if view.kept is not None:  # it asked the run a question: judged once more
+                kept[place] = view
 
     def final(place: int) -> bool:
         """Whether the outcome at ``place`` is known and cannot depend on the index."""
@@ -334,6 +336,22 @@ def run_crossfile(
                 texts[place] = "*"  # read again by the analysis, which reports it
         return texts[place]
 
+    def answer_questions() -> None:
+        """Answer what the verdicts asked of the run's files (``builds``), once each."""
+        assert facts is not None
+        asked = {
+            key
+            for place in active
+            for key in getattr(outcomes[place], "keys", None) or ()
+            if key.startswith(builds.PREFIX) and key not in facts.answers
+        }
+        if asked:
+            places = {path: place for place, path in enumerate(plan.files)}
+            for key in sorted(asked):
+                facts.answers[key] = builds.answer(
+                    key, plan.files, lambda path: text_of(places[path])
+                )
+
     index = {}
     facts = run_facts(outcomes, active)
     rounds = settling = 0
@@ -348,6 +366,7 @@ def run_crossfile(
                 if on_parsed is not None:
                     on_parsed()
             continue
+        answer_questions()
         keys = sorted(index)
         again = [place for place in active if stale(place, index, keys)]
         judge = [p for p in again if p in kept and not index_stale(p, index, keys)]
