@@ -26,11 +26,14 @@ def cli() -> list[str]:
 
 
 def default_sigint() -> None:
-    """``preexec_fn`` for a child that must get Ctrl-C: a shell's background job (and so a test
-    run started with ``&``) starts with SIGINT ignored, which children inherit."""
+    """``preexec_fn`` for a child that must get the signals a test sends: a shell's background
+    job (and so a test run started with ``&``) starts with SIGINT ignored, and one started with
+    ``nohup`` with SIGHUP ignored, which children inherit (the CLI keeps an ignored signal
+    ignored, as a user who ran it so asked)."""
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
 def without_notes(done: Any) -> Any:

@@ -143,3 +143,22 @@ def test_what_a_test_implies_of_a_re_arms_condition(
 
     known = builds.terms(ast.parse(guard, mode="eval").body, outcome)
     assert builds.implies(known, [ast.parse(condition, mode="eval").body]) is implied
+
+
+def test_a_cached_verdict_is_judged_again_when_a_builder_changes(tmp_path: Path) -> None:
+    """``specs.py`` is never parsed for its own sake (it passes no flag), yet the verdict of
+    ``layers.py`` reads it: a change there must reach a result served from the cache."""
+    import shutil
+
+    shutil.copytree(CASES / "built_under_switch", tmp_path / "case")
+    args = ["check", "--isolated", "--output-format", "json", "--cache-dir", str(tmp_path / "c")]
+
+    def lines() -> list[int]:
+        proc = run_in_process([*args, "model"], tmp_path / "case")
+        return [r["line"] for r in json.loads(proc.stdout)]
+
+    assert lines() == [34, 45]
+    assert lines() == [34, 45]  # from the cache
+    with open(tmp_path / "case" / "model" / "specs.py", "a") as specs:
+        specs.write("\nDEFAULT = SwitchLinear  # built at module level, whatever holds\n")
+    assert lines() == [19, 34, 45]
