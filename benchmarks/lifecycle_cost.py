@@ -12,7 +12,7 @@ timed (CPU time, each counted once however they nest):
 - ``Lifecycle.judge``: the verdicts, with their evidence;
 - ``Forwarders.finish``: the callers of functions that forward the flag;
 - ``Analysis.rejudge``: a first analysis judged again once the run's facts are known;
-- ``builds.answer``: where the run builds a class re-armed only under a condition;
+- ``Answers.answer``: where the run builds a class re-armed only under a condition;
 - the run's sharing of the facts (``run_facts``, ``RunFacts.without``, ``lifecycle_digest``).
 
 It prints, as medians over the runs: the lifecycle's CPU time, the whole process's CPU time
@@ -63,7 +63,7 @@ for module in (core, lifecycle):
 timed(lifecycle.Lifecycle, "judge")
 timed(forwarders.Forwarders, "finish")
 timed(core.Analysis, "rejudge")
-timed(builds, "answer")
+timed(builds.Answers, "answer")
 timed(runfacts.RunFacts, "without")
 crossfile.run_facts = timed(crossfile, "run_facts")
 crossfile.lifecycle_digest = timed(crossfile, "lifecycle_digest")

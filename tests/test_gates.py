@@ -48,3 +48,19 @@ def test_catalogue_is_the_same_with_the_gates_off(gates_off) -> None:
     off = {name: _findings(text) for name, text in texts.items()}
     assert sum(map(len, on.values())) > 100
     assert off == on
+
+
+@pytest.mark.parametrize("case", ["rearm_every_step", "rearm_under_fp8", "built_under_switch"])
+def test_a_run_over_a_package_is_the_same_with_the_gates_off(gates_off, case: str) -> None:
+    """The run's own gates (the facts a file shares, where a class is built) as well."""
+    from helpers import run_in_process
+
+    args = ["check", "--no-cache", "--isolated", "-j", "1", "--output-format", "json", "model"]
+    where = ROOT / "fixtures" / "lifecycle" / case
+    prefilter.GATES = True
+    on = run_in_process(args, where)
+    prefilter.GATES = False
+    off = run_in_process(args, where)
+    assert (off.returncode, off.stdout) == (on.returncode, on.stdout)
+    expected = {"rearm_every_step": 0, "rearm_under_fp8": 1, "built_under_switch": 2}[case]
+    assert on.stdout.count('"code":') == expected

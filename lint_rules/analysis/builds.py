@@ -6,7 +6,7 @@ getattr(self.config, 'use_kitchen', False)``) is maintained in every run that bu
 class holding it, when the files of the run build that class only where C holds (megatron-core
 0.14.0 builds its kitchen modules only ``if use_kitchen``). The lifecycle asks this as a
 *question* (``question``), a key of the file's verdicts, and a run over several files answers it
-once for every file (``answer``), from the text of the run's files:
+once for every file (``Answers``), from the text of the run's files:
 
 - every reference to the class by name, and to its subclasses, is looked at. A reference
   under a test that implies C (``if use_kitchen:``, ``A if config.use_kitchen else B``,
@@ -26,8 +26,10 @@ attribute name: docs/rules.md says so.
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Iterator, Sequence
+from bisect import bisect_left
+from collections.abc import Sequence
 
+from lint_rules.analysis import prefilter
 from lint_rules.findings import Evidence
 
 PREFIX = "built:"
@@ -102,18 +104,32 @@ def implies(known: set[Term], conditions: Sequence[ast.expr]) -> bool:
 _SKIPPED = frozenset({"isinstance", "issubclass"})
 
 
-class _Scan:
-    """The references to ``names`` in one module, with what is known where each sits."""
+Reference = tuple[ast.expr, frozenset[Term], "str | None"]
+"""A name read: the node, what holds there, the module-level function or class it sits in."""
 
-    def __init__(self, names: set[str]) -> None:
-        self.names = names
-        self.found: list[tuple[ast.expr, frozenset[Term], str | None]] = []
-        """(reference, what holds there, the module-level function or class it sits in)."""
-        self.subclasses: list[str] = []
+
+class _Scan:
+    """The names one module reads (``found``, by name), with what is known where each sits,
+    and the classes it derives from each name (``subclasses``). ``marks``: the lines that may
+    hold a name looked for (ascending); a statement spanning none is not walked."""
+
+    def __init__(self, marks: list[int] | None = None) -> None:
+        self.found: dict[str, list[Reference]] = {}
+        self.subclasses: dict[str, list[str]] = {}
+        self.marks = marks
+
+    def _spans_a_mark(self, stmt: ast.stmt) -> bool:
+        marks = self.marks
+        if marks is None:
+            return True
+        first = min([stmt.lineno, *(d.lineno for d in getattr(stmt, "decorator_list", ()))])
+        at = bisect_left(marks, first)
+        return at < len(marks) and marks[at] <= (stmt.end_lineno or stmt.lineno)
 
     def body(self, body: Sequence[ast.stmt], known: frozenset[Term], top: str | None) -> None:
         for stmt in body:
-            self.stmt(stmt, known, top)
+            if self._spans_a_mark(stmt):
+                self.stmt(stmt, known, top)
             if (
                 isinstance(stmt, ast.If)
                 and not stmt.orelse
@@ -127,9 +143,12 @@ class _Scan:
             return
         if isinstance(stmt, ast.ClassDef):
             for base in stmt.bases:
-                if _last_name(base) in self.names:
-                    self.subclasses.append(stmt.name)
-                else:
+                name = _last_name(base)
+                if name is not None:
+                    self.subclasses.setdefault(name, []).append(stmt.name)
+                if isinstance(base, ast.Attribute):
+                    self.expr(base.value, known, top)
+                elif not isinstance(base, ast.Name):
                     self.expr(base, known, top)
             for part in (*stmt.keywords, *stmt.decorator_list):
                 self.expr(part, known, top)  # type: ignore[arg-type]
@@ -172,9 +191,14 @@ class _Scan:
                     self.part(value, known, top)
 
     def expr(self, node: ast.expr, known: frozenset[Term], top: str | None) -> None:
-        if isinstance(node, (ast.Name, ast.Attribute)) and _last_name(node) in self.names:
+        if isinstance(node, ast.Name):
             if isinstance(node.ctx, ast.Load):
-                self.found.append((node, known, top))
+                self.found.setdefault(node.id, []).append((node, known, top))
+            return
+        if isinstance(node, ast.Attribute):
+            if isinstance(node.ctx, ast.Load):
+                self.found.setdefault(node.attr, []).append((node, known, top))
+            self.expr(node.value, known, top)
             return
         if isinstance(node, ast.IfExp):
             self.expr(node.test, known, top)
@@ -195,71 +219,109 @@ class _Scan:
                 self.part(child, known, top)
 
 
-def answer(
-    key: str, paths: Sequence[str], text: Callable[[str], str]
-) -> tuple[Evidence, ...] | None:
-    """Where the run builds the question's class, when it builds it only where the condition
-    holds (the first few places, as evidence); None when it may build it elsewhere, never
-    builds it, or the question reaches too far."""
-    cls, *conditions_text = key[len(PREFIX) :].split("\0")
-    try:
-        conditions = [ast.parse(c, mode="eval").body for c in conditions_text]
-    except SyntaxError:  # a condition shortened for its message ("...")
-        return None
-    todo, seen = [cls], {cls}
-    classes = {cls}  # the class and its subclasses; the other names are builders
-    places: list[Evidence] = []
-    trees: dict[str, ast.Module | None] = {}
-    while todo:
-        name = todo.pop()
-        naming = []
-        for path in paths:  # read until one file too many names it
-            if name in text(path):
-                naming.append(path)
-                if len({*trees, *naming}) > MAX_FILES:
-                    return None
-        referenced = False
-        for path in naming:
-            for node, known, top, more in _references(path, {name}, trees, text):
-                for subclass in more:
+class Answers:
+    """The answers of one run (``paths``: its files), sharing what they read: the files' bytes
+    (searched for each name; kept up to ``KEEP_BYTES``) and the trees of the files parsed."""
+
+    KEEP_BYTES = 64 << 20
+
+    def __init__(self, paths: Sequence[str]) -> None:
+        self.paths = paths
+        self._bytes: dict[str, bytes] | None = None
+        self._trees: dict[str, ast.Module | None] = {}
+        self._scans: dict[tuple[str, str], _Scan | None] = {}
+        self._hits: dict[str, list[str]] = {}
+
+    def _read(self, path: str) -> bytes:
+        try:
+            with open(path, "rb") as file:
+                return file.read()
+        except OSError:
+            return b""
+
+    def naming(self, name: str) -> list[str]:
+        """The files whose bytes spell ``name``."""
+        found = self._hits.get(name)
+        if found is None:
+            if self._bytes is None:
+                self._bytes, kept = {}, 0
+                for path in self.paths:
+                    data = self._read(path)
+                    kept += len(data)
+                    if kept > self.KEEP_BYTES:
+                        break
+                    self._bytes[path] = data
+            needle = name.encode()
+            found = [
+                path for path in self.paths if needle in (self._bytes.get(path) or self._read(path))
+            ]
+            self._hits[name] = found
+        return found
+
+    def scan(self, path: str, name: str) -> _Scan | None:
+        """Where the file reads ``name``, and what it derives from it (parsed once per run;
+        only the statements whose lines spell the name are walked); None if unparsable."""
+        key = (path, name)
+        if key not in self._scans:
+            data = self._bytes.get(path) if self._bytes is not None else None
+            data = data if data is not None else self._read(path)
+            if path not in self._trees:
+                try:
+                    self._trees[path] = ast.parse(data)
+                except (SyntaxError, ValueError):
+                    self._trees[path] = None
+            tree = self._trees[path]
+            scan = None
+            if tree is not None:
+                scan = _Scan(prefilter.lines_spelling(data, name.encode()))
+                scan.body(tree.body, frozenset(), None)
+            self._scans[key] = scan
+        return self._scans[key]
+
+    def answer(self, key: str) -> tuple[Evidence, ...] | None:
+        """Where the run builds the question's class, when it builds it only where the
+        condition holds (the first few places, as evidence); None when it may build it
+        elsewhere, never builds it, or the question reaches too far."""
+        cls, *conditions_text = key[len(PREFIX) :].split("\0")
+        try:
+            conditions = [ast.parse(c, mode="eval").body for c in conditions_text]
+        except SyntaxError:  # a condition shortened for its message ("...")
+            return None
+        todo, seen = [cls], {cls}
+        classes = {cls}  # the class and its subclasses; the other names are builders
+        places: list[Evidence] = []
+        read: set[str] = set()
+        while todo:
+            name = todo.pop()
+            naming = self.naming(name)
+            read.update(naming)
+            if len(read) > MAX_FILES:
+                return None
+            referenced = False
+            for path in naming:
+                scan = self.scan(path, name)
+                if scan is None:
+                    continue
+                for subclass in scan.subclasses.get(name, ()):
                     if subclass not in seen:
                         seen.add(subclass)
                         classes.add(subclass)
                         todo.append(subclass)
-                if node is None:
-                    continue
-                referenced = True
-                if implies(set(known), conditions):
-                    if len(places) < 3:
-                        places.append(_built_here(node, name, path))
-                elif top is None:
-                    return None  # built at module level, whatever holds
-                elif top not in seen:
-                    seen.add(top)
-                    todo.append(top)
-        if not referenced and name not in classes:
-            return None  # a builder no file calls: it may be called from elsewhere
-        if len(seen) > MAX_NAMES:
-            return None
-    return tuple(places) or None
-
-
-def _references(
-    path: str, names: set[str], trees: dict[str, ast.Module | None], text: Callable[[str], str]
-) -> Iterator[tuple[ast.expr | None, frozenset[Term], str | None, list[str]]]:
-    if path not in trees:
-        try:
-            trees[path] = ast.parse(text(path))
-        except (SyntaxError, ValueError):
-            trees[path] = None
-    tree = trees[path]
-    if tree is None:
-        return
-    scan = _Scan(names)
-    scan.body(tree.body, frozenset(), None)
-    yield None, frozenset(), None, scan.subclasses
-    for node, known, top in scan.found:
-        yield node, known, top, []
+                for node, known, top in scan.found.get(name, ()):
+                    referenced = True
+                    if implies(set(known), conditions):
+                        if len(places) < 3:
+                            places.append(_built_here(node, name, path))
+                    elif top is None:
+                        return None  # built at module level, whatever holds
+                    elif top not in seen:
+                        seen.add(top)
+                        todo.append(top)
+            if not referenced and name not in classes:
+                return None  # a builder no file calls: it may be called from elsewhere
+            if len(seen) > MAX_NAMES:
+                return None
+        return tuple(places) or None
 
 
 def _built_here(node: ast.expr, name: str, path: str) -> Evidence:

@@ -188,3 +188,16 @@ def spells_any(text: str | None, names: set[str]) -> bool:
     """Whether ``text`` spells one of ``names`` (None: no text, so it may); always, with the
     gates off."""
     return not GATES or text is None or any(name in text for name in names)
+
+
+def lines_spelling(data: bytes, needle: bytes) -> list[int] | None:
+    """The lines (as ``ast`` numbers them, ascending) of a file's bytes where ``needle``
+    occurs: only the statements spanning them can read a name (``builds``). None with the
+    gates off, or when a lone carriage return may end a line: every statement is walked."""
+    if not GATES or b"\r" in data:
+        return None
+    lines, at = [], data.find(needle)
+    while at != -1:
+        lines.append(data.count(b"\n", 0, at) + 1)
+        at = data.find(needle, at + 1)
+    return lines

@@ -346,11 +346,12 @@ def run_crossfile(
             if key.startswith(builds.PREFIX) and key not in facts.answers
         }
         if asked:
-            places = {path: place for place, path in enumerate(plan.files)}
+            if not answers:
+                answers.append(builds.Answers(plan.files))
             for key in sorted(asked):
-                facts.answers[key] = builds.answer(
-                    key, plan.files, lambda path: text_of(places[path])
-                )
+                facts.answers[key] = answers[0].answer(key)
+
+    answers: list[builds.Answers] = []  # made at the first question
 
     index = {}
     facts = run_facts(outcomes, active)
