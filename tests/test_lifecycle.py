@@ -162,3 +162,57 @@ def test_a_cached_verdict_is_judged_again_when_a_builder_changes(tmp_path: Path)
     with open(tmp_path / "case" / "model" / "specs.py", "a") as specs:
         specs.write("\nDEFAULT = SwitchLinear  # built at module level, whatever holds\n")
     assert lines() == [19, 34, 45]
+
+
+def test_a_folder_with_one_file_is_a_project(tmp_path: Path) -> None:
+    """``check .`` over a folder that holds one file sees every file there is: no re-arm can
+    hide in another file, so nothing is provisional (a file named alone stays provisional)."""
+    (tmp_path / "model.py").write_text((CASES / "rearm_under_fp8/model/layers.py").read_text())
+    args = ["check", "--no-cache", "--isolated", "--output-format", "json"]
+    (folder,) = json.loads(run_in_process([*args, "."], tmp_path).stdout)
+    (alone,) = json.loads(run_in_process([*args, "model.py"], tmp_path).stdout)
+    assert not any("not seen here" in e["message"] for e in folder["evidence"])
+    assert folder["fix"]["applicability"] == "safe"
+    assert any("not seen here" in e["message"] for e in alone["evidence"])
+    assert alone["fix"]["applicability"] == "unsafe"
+
+
+def test_a_constant_test_is_no_condition_on_the_run() -> None:
+    """``if True:`` always runs (a re-arm there has no condition) and its ``else`` never does."""
+    layers = (CASES / "rearm_under_fp8/model/layers.py").read_text()
+    rearm = (
+        "\n\nclass Module:\n    def set_is_first_microbatch(self):\n        if {test}:\n"
+        "            self.layer.is_first_microbatch = {first}\n        else:\n"
+        "            self.layer.is_first_microbatch = {second}\n\n\n"
+        "def step(model):\n    model.set_is_first_microbatch()\n"
+    )
+    kept = rearm.format(test="True", first="True", second="False")
+    assert analyze_source(layers + kept) == []
+    never = rearm.format(test="False", first="False", second="True")
+    assert analyze_source(layers + never) == []  # the else arm always runs
+    dead = rearm.format(test="True", first="False", second="True")
+    (finding,) = analyze_source(layers + dead)
+    assert finding.verdict == "conditional"
+    assert any("only if `False`" in e.message for e in finding.evidence)
+
+
+def test_the_guard_strategy_falls_back_to_none_when_the_guards_module_lacks_it(
+    tmp_path: Path,
+) -> None:
+    """``guard-import``'s module is a file of the run that never spells the guard: the import
+    the guard strategy would add fails, so it falls back to ``None`` and says why."""
+    import shutil
+
+    shutil.copytree(CASES / "rearm_under_fp8" / "model", tmp_path / "model")
+    layers, module = tmp_path / "model" / "layers.py", tmp_path / "model" / "module.py"
+    setup = "        self.is_first_microbatch = True\n"
+    layers.write_text(layers.read_text().replace(setup, setup + "        self.config = None\n", 1))
+    args = ["fix", "--isolated", "--no-cache", "--fix-strategy", "guard", "--diff", "."]
+    args += ["--guard-import", "model.module.is_first_microbatch_tracked"]
+    lacking = run_in_process(args, tmp_path)
+    assert "is_first_microbatch=None" in lacking.stdout
+    assert "fell back to None: `model/module.py` (in the run) defines no" in lacking.stderr
+    guard = "\n\ndef is_first_microbatch_tracked(config):\n    return True\n"
+    module.write_text(module.read_text() + guard)
+    having = run_in_process(args, tmp_path)
+    assert "if is_first_microbatch_tracked(self.config) else None" in having.stdout

@@ -107,7 +107,11 @@ class Analysis:
         if not self._fixes:
             return NoFixes()
         classes = self.resolver.classes
-        return FixBuilder(self.symbols, self.settings, self.source, classes, self.tree, self._lines)
+        fixes = FixBuilder(
+            self.symbols, self.settings, self.source, classes, self.tree, self._lines
+        )
+        fixes.guard_missing = self.project.guard_missing if self.project is not None else None
+        return fixes
 
     def run(self) -> list[Finding]:
         marks = None

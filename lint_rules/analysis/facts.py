@@ -72,12 +72,19 @@ def condition_text(
     """The condition a branch adds, as the user wrote it (``not (...)`` on the else side); None
     when it is per-step control flow (``per_step``). ``flags()``: the function's locals that
     only ever hold constants (``found = False`` ... ``found = True``)."""
+    if isinstance(test, ast.Constant):  # `if True:`: no condition; its `else` never runs
+        return None if bool(test.value) is outcome else "False"
     if per_step(test, flags):
         return None
     text = " ".join(ast.unparse(test).split())
-    if len(text) > 100:
-        text = text[:97] + "..."
+    if len(text) > CONDITION_CHARS:
+        text = text[: CONDITION_CHARS - 3] + "..."
     return text if outcome else f"not ({text})"
+
+
+CONDITION_CHARS = 240
+"""A condition longer than this is shortened ("..."): megatron-core 0.19.2's re-arm condition
+(four tests, 150 characters) is kept whole."""
 
 
 def per_step(test: ast.expr, flags: Callable[[], frozenset[str]] = lambda: _NONE) -> bool:

@@ -81,6 +81,25 @@ def _fallback_of_parameter(value: ast.expr, scope: Scope | None) -> ast.expr | N
     return None
 
 
+def _kept_when_set(value: ast.expr) -> str | None:
+    """``p`` in ``p if p is not None else v`` or ``v if p is None else p``: what the value is
+    once its fallback ``v`` is None."""
+    assert isinstance(value, ast.IfExp)
+    test = value.test
+    if not (
+        isinstance(test, ast.Compare)
+        and isinstance(test.left, ast.Name)
+        and len(test.ops) == 1
+        and is_none(test.comparators[0])
+    ):
+        return None
+    name = test.left.id
+    kept = value.body if isinstance(test.ops[0], ast.IsNot) else value.orelse
+    if isinstance(test.ops[0], (ast.Is, ast.IsNot)) and getattr(kept, "id", None) == name:
+        return name
+    return None
+
+
 def _only_splatted_once(name: str, scope: Scope | None) -> bool:
     """``name`` is a local mapping that is only filled and splatted into one call."""
     owner = scope.lookup(name) if scope is not None else None
@@ -141,6 +160,9 @@ class FixBuilder:
         self.classes = classes
         self.tree = tree
         self._stored: list[tuple[str, ast.ClassDef | None]] | None = None
+        self.guard_missing: str | None = None
+        """A file of the run that is ``guard-import``'s module and never spells the guard's
+        name (``Project.guard_missing``): the import the guard strategy adds would fail."""
 
     def value_fix(
         self,
@@ -163,16 +185,23 @@ class FixBuilder:
         if isinstance(callee, Unresolved) and callee.graphed:
             return None  # a graphed callable needs a bool: `None` would break the call
         fallback = _fallback_of_parameter(value, scope) if not repeated else None
+        replacement, changed = "None", value
         if fallback is not None and self.settings.fix_strategy == "none":
-            # `p if p is not None else self.flag`: the caller's `p` is kept, the fallback is None
-            value, prefix = fallback, ""
+            # `p if p is not None else self.flag`: the caller's `p` is kept, the fallback is
+            # None; `p if p is not None else None` is `p`
+            kept = _kept_when_set(value)
+            changed = fallback  # what the fix changes: the caller's `p` stays as it is
+            if kept is not None:
+                replacement = kept
+            else:
+                value, prefix = fallback, ""
         start, end = span(value)
         own = self._paren_span(value)
         outer_start, outer_end = own if isinstance(own, tuple) else (start, end)
         safe = (
             isinstance(callee, TEModule)
-            and not has_effects(value)
-            and not _is_parameter(value, scope)
+            and not has_effects(changed)
+            and not _is_parameter(changed, scope)
         )
         applicability = "safe" if safe else "unsafe"
         note = None
@@ -184,15 +213,18 @@ class FixBuilder:
         if judgement is not None and judgement.provisional:
             applicability = "unsafe"  # another file of the project may re-arm it
             note = "re-arming in other files is not seen here: check the project first"
-        folded = self._fold_local(value, scope)
+        folded = self._fold_local(changed, scope)
         none = Fix(
-            (Edit(outer_start, outer_end, f"{prefix}None"), *folded),
+            (Edit(outer_start, outer_end, f"{prefix}{replacement}"), *folded),
             applicability=applicability,
             note=note,
         )
         if repeated or self.settings.fix_strategy == "none":
             return none
         guard = self._guard_expression(scope)
+        if self.guard_missing is not None:  # its import would fail
+            name = self.settings.guard_import.rsplit(".", 1)[-1]
+            guard = f"`{self.guard_missing}` (in the run) defines no `{name}`"
         if isinstance(guard, str):
             return replace(none, note=f"guard strategy fell back to None: {guard}")
         none = replace(none, edits=none.edits[:1])  # the guard keeps the local in use

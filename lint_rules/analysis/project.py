@@ -98,6 +98,9 @@ class Project:
         self.kept: Analysis | None = None
         self.source: object = None
         """The file as the run read it, with ``kept`` (``fileio.Source``)."""
+        self.guard_missing: str | None = None
+        """A file of the run that is ``guard-import``'s module and never spells the guard's
+        name: a guard fix that imports it is unsafe (``FixBuilder.guard_missing``)."""
 
     def start(self, symbols: ModuleSymbols) -> bool:
         """For a file that does not import TE: note its module-level imports, and say whether

@@ -84,7 +84,8 @@ def _outcomes(
     several files, TE subclasses and factories resolve across them (``crossfile``): the
     outcomes then come once every file is analysed."""
     progress = _progress(args, len(files))
-    crossfile = len(files) > 1
+    # A folder is a project, even with one file in it: nothing else can re-arm its flags.
+    crossfile = len(files) > 1 or (bool(files) and any(os.path.isdir(p) for p in args.paths))
     plan = plan_files(job, files, config.settings_of, cache, progress.advance, crossfile)
     workers = pool_size(plan, args.jobs)
     if crossfile:

@@ -227,7 +227,29 @@ def run_crossfile(
 
     def project(place: int, index: Index) -> Project:
         path = plan.files[place]
-        return Project(layout[place][1], index, facts.without(path) if facts else None)
+        view = Project(layout[place][1], index, facts.without(path) if facts else None)
+        if settings[place].fix_strategy == "guard":
+            view.guard_missing = guard_missing(settings[place].guard_import)
+        return view
+
+    missing: dict[str, str | None] = {}
+
+    def guard_missing(guard: str) -> str | None:
+        """The file of the run that is the guard's module, if its bytes never spell the
+        guard's name (then no import of it can succeed)."""
+        if guard not in missing:
+            module, _, name = guard.rpartition(".")
+            found = [p for p, names in module_names.items() if module in names]
+            path = plan.files[found[0]] if len(found) == 1 else None
+            missing[guard] = None
+            if path is not None:
+                try:
+                    with open(path, "rb") as file:
+                        spelled = name.encode() in file.read()
+                except OSError:
+                    spelled = True
+                missing[guard] = None if spelled else os.path.normpath(path)
+        return missing[guard]
 
     def analyse(
         places: list[int], index: Index, first: bool = False, alone: bool = False
