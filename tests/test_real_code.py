@@ -258,6 +258,20 @@ def test_megatron_core_fix_none_strategy(megatron_copy: Path) -> None:
 
 @pytest.mark.realcode
 def test_megatron_core_fix_guard_strategy(megatron_copy: Path) -> None:
+    """With the guard the project has (released megatron-core lacks it: Megatron-LM pull
+    request 6965 adds it to ``transformer/module.py``); without it, see below."""
+    module = megatron_copy / "megatron" / "core" / "transformer" / "module.py"
+    lacking = _run(
+        [*_cli(), "fix", "megatron", "--isolated", "--fix-strategy", "guard", "--diff"],
+        megatron_copy,
+    )
+    assert (
+        "fell back to None: `megatron/core/transformer/module.py` (in the run) defines no"
+        in lacking.stdout + lacking.stderr
+    )
+    assert f"import {GUARD}" not in lacking.stdout
+    with module.open("a", encoding="utf-8") as file:
+        file.write(f"\n\ndef {GUARD}(config):\n    return config.fp8 is not None\n")
     before = snapshot(megatron_copy)
     flakes = pyflakes(megatron_copy, TE_EXTENSIONS)
     proc = _run(
