@@ -14,8 +14,8 @@ once for every file (``Answers``), from the text of the run's files:
 - a reference elsewhere inside a module-level function or class makes that function or
   class a builder in turn, whose references are looked at the same way;
 - a reference at module level under no such test, a builder that no file refers to (it may
-  be called from elsewhere), or a question that would read more than ``MAX_FILES`` files or
-  ``MAX_NAMES`` names, answers no. So does a class the files never build.
+  be called from elsewhere), or a question that would read more than ``MAX_FILES`` files
+  (``MAX_BYTES`` in all) or ``MAX_NAMES`` names, answers no. So does a class the files never build.
 
 Imports, annotations, ``isinstance``/``issubclass`` tests and the bases of a subclass build
 nothing. A test and C are matched by the name they test (``use_kitchen`` the parameter and
@@ -36,6 +36,8 @@ PREFIX = "built:"
 MAX_FILES = 4
 """Files naming one of the question's classes or builders, at most, read for one answer."""
 MAX_NAMES = 16
+MAX_BYTES = 256 << 10
+"""Bytes of those files, at most: what an answer may parse (checked before it parses)."""
 
 Term = tuple[str, str]
 """``("truthy", name)`` or ``("set", name)`` (``name is not None``)."""
@@ -239,6 +241,10 @@ class Answers:
         except OSError:
             return b""
 
+    def _size(self, path: str) -> int:
+        data = self._bytes.get(path) if self._bytes is not None else None
+        return len(data) if data is not None else len(self._read(path))
+
     def naming(self, name: str) -> list[str]:
         """The files whose bytes spell ``name``."""
         found = self._hits.get(name)
@@ -295,7 +301,7 @@ class Answers:
             name = todo.pop()
             naming = self.naming(name)
             read.update(naming)
-            if len(read) > MAX_FILES:
+            if len(read) > MAX_FILES or sum(map(self._size, read)) > MAX_BYTES:
                 return None
             referenced = False
             for path in naming:
