@@ -216,3 +216,24 @@ def test_the_guard_strategy_falls_back_to_none_when_the_guards_module_lacks_it(
     module.write_text(module.read_text() + guard)
     having = run_in_process(args, tmp_path)
     assert "if is_first_microbatch_tracked(self.config) else None" in having.stdout
+
+
+def test_judging_again_gives_what_a_second_analysis_gives_on_the_catalogue(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The whole catalogue checked as one folder: the files whose verdicts wait for the run's
+    facts are judged again (their TEM005 findings kept as they were), with the output that
+    analysing them again in full gives."""
+    from lint_rules.analysis.core import Analysis
+    from lint_rules.cli import crossfile
+
+    judged: list[int] = []
+    rejudge = Analysis.rejudge
+    monkeypatch.setattr(Analysis, "rejudge", lambda a, r: judged.append(1) or rejudge(a, r))
+    args = ["check", "--no-cache", "--isolated", "-j", "1", "--output-format", "json", "."]
+    where = CASES.parent / "catalogue"
+    again = run_in_process(args, where)
+    monkeypatch.setattr(crossfile, "REJUDGE", False)
+    full = run_in_process(args, where)
+    assert len(judged) > 20 and '"TEM005"' in again.stdout
+    assert (again.returncode, again.stdout) == (full.returncode, full.stdout)

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import ast
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from lint_rules.analysis import prefilter
 from lint_rules.findings import Evidence
@@ -229,39 +229,42 @@ class Answers:
 
     def __init__(self, paths: Sequence[str]) -> None:
         self.paths = paths
-        self._bytes: dict[str, bytes] | None = None
+        self._bytes: dict[str, bytes] = {}
+        self._kept = 0
         self._trees: dict[str, ast.Module | None] = {}
         self._scans: dict[tuple[str, str], _Scan | None] = {}
         self._hits: dict[str, list[str]] = {}
 
-    def _read(self, path: str) -> bytes:
-        try:
-            with open(path, "rb") as file:
-                return file.read()
-        except OSError:
-            return b""
+    def _data(self, path: str) -> bytes:
+        data = self._bytes.get(path)
+        if data is None:
+            try:
+                with open(path, "rb") as file:
+                    data = file.read()
+            except OSError:
+                data = b""
+            if self._kept + len(data) <= self.KEEP_BYTES:
+                self._bytes[path] = data
+                self._kept += len(data)
+        return data
 
-    def _size(self, path: str) -> int:
-        data = self._bytes.get(path) if self._bytes is not None else None
-        return len(data) if data is not None else len(self._read(path))
-
-    def naming(self, name: str) -> list[str]:
-        """The files whose bytes spell ``name``."""
+    def naming(self, name: str, read: set[str]) -> list[str] | None:
+        """The files whose bytes spell ``name``; None as soon as they and the files ``read``
+        so far are more than one question may read (``MAX_FILES``, ``MAX_BYTES``)."""
         found = self._hits.get(name)
-        if found is None:
-            if self._bytes is None:
-                self._bytes, kept = {}, 0
-                for path in self.paths:
-                    data = self._read(path)
-                    kept += len(data)
-                    if kept > self.KEEP_BYTES:
-                        break
-                    self._bytes[path] = data
-            needle = name.encode()
-            found = [
-                path for path in self.paths if needle in (self._bytes.get(path) or self._read(path))
-            ]
-            self._hits[name] = found
+        if found is not None:
+            return None if _too_much(read | set(found), self._data) else found
+        needle, found = name.encode(), []
+        size = sum(len(self._data(path)) for path in read)
+        for path in self.paths:
+            data = self._data(path)
+            if needle in data:
+                found.append(path)
+                if path not in read:
+                    size += len(data)
+                    if size > MAX_BYTES or len(read | set(found)) > MAX_FILES:
+                        return None  # (not kept: the rest of the files were not searched)
+        self._hits[name] = found
         return found
 
     def scan(self, path: str, name: str) -> _Scan | None:
@@ -269,8 +272,7 @@ class Answers:
         only the statements whose lines spell the name are walked); None if unparsable."""
         key = (path, name)
         if key not in self._scans:
-            data = self._bytes.get(path) if self._bytes is not None else None
-            data = data if data is not None else self._read(path)
+            data = self._data(path)
             if path not in self._trees:
                 try:
                     self._trees[path] = ast.parse(data)
@@ -299,10 +301,10 @@ class Answers:
         read: set[str] = set()
         while todo:
             name = todo.pop()
-            naming = self.naming(name)
-            read.update(naming)
-            if len(read) > MAX_FILES or sum(map(self._size, read)) > MAX_BYTES:
+            naming = self.naming(name, read)
+            if naming is None:
                 return None
+            read.update(naming)
             referenced = False
             for path in naming:
                 scan = self.scan(path, name)
@@ -328,6 +330,10 @@ class Answers:
             if len(seen) > MAX_NAMES:
                 return None
         return tuple(places) or None
+
+
+def _too_much(paths: set[str], data: Callable[[str], bytes]) -> bool:
+    return len(paths) > MAX_FILES or sum(len(data(path)) for path in paths) > MAX_BYTES
 
 
 def _built_here(node: ast.expr, name: str, path: str) -> Evidence:

@@ -132,15 +132,17 @@ class Analysis:
         """The findings again, now that the run's lifecycle facts are ``run`` (a first pass
         judged with none): the calls the walk found are handed to new rules, with a new
         lifecycle and new fixes. Nothing is walked or resolved again: what the walk and the
-        resolver found does not depend on the lifecycle facts."""
+        resolver found does not depend on the lifecycle facts, and neither does TEM005."""
         if self._pending:
             return self.findings
         self.lifecycle = Lifecycle(self.tree, run, self.source)
         if self.project is not None:
             self.project.lifecycle = run
-        self.findings = []
+        # TEM005 judges no value: its findings stand as they are (the stateful-wrapper check
+        # walks every method of the file's modules, for nothing).
+        self.findings = [f for f in self.findings if f.code == checks.SharedModule.code]
         self.forwarders = Forwarders()
-        self.rules = [rule(self) for rule in checks.RULES]
+        self.rules = [rule(self) for rule in checks.RULES if rule is not checks.SharedModule]
         self.fixes = self._fix_builder()
         for site in self._sites:
             for rule in self.rules:
