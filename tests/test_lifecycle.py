@@ -237,3 +237,38 @@ def test_judging_again_gives_what_a_second_analysis_gives_on_the_catalogue(
     full = run_in_process(args, where)
     assert len(judged) > 20 and '"TEM005"' in again.stdout
     assert (again.returncode, again.stdout) == (full.returncode, full.stdout)
+
+
+GUARDED = "    if cfg.use_switch:\n        return K()\n"
+
+
+@pytest.mark.parametrize(
+    ("specs", "built_only_there"),
+    [
+        ("def make(cfg):\n    return K() if cfg.use_switch else None\n", True),
+        ("def make(cfg):\n    return cfg.use_switch and K()\n", True),
+        ("def make(cfg):\n    if not cfg.use_switch:\n        return None\n    return K()\n", True),
+        ("from layers import K\n\n\ndef make(cfg, k: K):\n" + GUARDED, True),
+        ("def make(cfg, m):\n" + GUARDED + "    return isinstance(m, K)\n", True),
+        ("DEFAULT = K\n\n\ndef make(cfg):\n" + GUARDED, False),
+        ("def make(cfg):\n    return K()\n", False),
+        ("def make(cfg):\n    if cfg.other:\n        return K()\n", False),
+        ("def make(cfg, m):\n    return isinstance(K(), type)\n", False),
+        (
+            "class P:\n    def get(self):\n        return K\n\n\n"
+            "def make(cfg):\n    return P() if cfg.use_switch else None\n",
+            True,
+        ),
+        ("class P:\n    def get(self):\n        return K\n", False),  # P: built nowhere
+    ],
+)
+def test_where_a_class_is_built_decides(tmp_path: Path, specs: str, built_only_there: bool) -> None:
+    """``builds.Answers``: is ``K`` built only where ``use_switch`` is set?"""
+    from lint_rules.analysis import builds
+
+    (tmp_path / "layers.py").write_text("class K:\n    pass\n")
+    (tmp_path / "specs.py").write_text(specs)
+    (tmp_path / "train.py").write_text("from specs import make\n\nmake(None)\n")
+    paths = [str(tmp_path / name) for name in ("layers.py", "specs.py", "train.py")]
+    key = builds.question("K", ["self.config.fp8 is not None or self.config.use_switch"])
+    assert bool(builds.Answers(paths).answer(key)) is built_only_there

@@ -213,6 +213,8 @@ class _Scan:
                 self.expr(value, known | held, top)
             return
         if isinstance(node, ast.Call) and getattr(node.func, "id", None) in _SKIPPED:
+            for value in node.args[:1]:  # `isinstance(x, K)` builds no K (`x` may build one)
+                self.expr(value, known, top)
             return
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.expr):
