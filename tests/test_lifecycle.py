@@ -6,6 +6,7 @@ beside them (``fixtures/lifecycle/*.expected.json``)."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -30,6 +31,16 @@ def _check(case: str, output: str = "json") -> tuple[int, list[dict]]:
     return proc.returncode, json.loads(proc.stdout)
 
 
+def _life(rows: list[dict]) -> list[dict]:
+    """What the expected JSON beside a package pins of each finding: where, and its life."""
+    keys = ("path", "line", "column", "code", "verdict", "evidence")
+    return [{key: row[key] for key in keys} for row in rows]
+
+
+def _expected(case: str) -> list[dict]:
+    return json.loads((CASES / f"{case}.expected.json").read_text())
+
+
 def test_a_flag_re_armed_every_step_is_maintained() -> None:
     assert _check("rearm_every_step") == (0, [])
 
@@ -37,10 +48,7 @@ def test_a_flag_re_armed_every_step_is_maintained() -> None:
 def test_a_flag_re_armed_only_under_fp8_is_reported_with_its_life() -> None:
     rc, rows = _check("rearm_under_fp8")
     assert rc == 1
-    keys = ("path", "line", "column", "code", "verdict", "evidence")
-    found = [{key: row[key] for key in keys} for row in rows]
-    expected = json.loads((CASES / "rearm_under_fp8.expected.json").read_text())
-    assert found == expected
+    assert _life(rows) == _expected("rearm_under_fp8")
 
 
 def test_the_sarif_evidence_is_a_code_flow_code_scanning_shows() -> None:
@@ -99,18 +107,13 @@ def test_a_class_built_only_where_the_re_arm_holds_is_maintained() -> None:
     ``LooseLinear`` also by a helper that no file calls: both are reported, as conditional."""
     rc, rows = _check("built_under_switch")
     assert rc == 1
-    keys = ("path", "line", "column", "code", "verdict", "evidence")
-    found = [{key: row[key] for key in keys} for row in rows]
-    expected = json.loads((CASES / "built_under_switch.expected.json").read_text())
-    assert found == expected
+    assert _life(rows) == _expected("built_under_switch")
     assert [row["line"] for row in rows] == [34, 45]
 
 
 def test_where_a_class_is_built_is_seen_only_by_a_run_over_its_builders(tmp_path: Path) -> None:
     """Without ``specs.py`` nothing shows where ``SwitchLinear`` is built: it is reported too.
     One file alone (flake8) cannot see the re-arm at all."""
-    import shutil
-
     shutil.copytree(CASES / "built_under_switch", tmp_path / "case")
     (tmp_path / "case" / "model" / "specs.py").unlink()
     args = ["check", "--no-cache", "--isolated", "--output-format", "json", "model"]
@@ -148,8 +151,6 @@ def test_what_a_test_implies_of_a_re_arms_condition(
 def test_a_cached_verdict_is_judged_again_when_a_builder_changes(tmp_path: Path) -> None:
     """``specs.py`` is never parsed for its own sake (it passes no flag), yet the verdict of
     ``layers.py`` reads it: a change there must reach a result served from the cache."""
-    import shutil
-
     shutil.copytree(CASES / "built_under_switch", tmp_path / "case")
     args = ["check", "--isolated", "--output-format", "json", "--cache-dir", str(tmp_path / "c")]
 
@@ -201,8 +202,6 @@ def test_the_guard_strategy_falls_back_to_none_when_the_guards_module_lacks_it(
 ) -> None:
     """``guard-import``'s module is a file of the run that never spells the guard: the import
     the guard strategy would add fails, so it falls back to ``None`` and says why."""
-    import shutil
-
     shutil.copytree(CASES / "rearm_under_fp8" / "model", tmp_path / "model")
     layers, module = tmp_path / "model" / "layers.py", tmp_path / "model" / "module.py"
     setup = "        self.is_first_microbatch = True\n"

@@ -103,10 +103,8 @@ def rejudge(project: Project) -> list[Finding]:
     again = False
     try:
         findings = analysis.rejudge(project.lifecycle)
-        answers = project.lifecycle.answers
-        again = project.keep and any(
-            key.startswith("built:") and key not in answers for key in project.keys
-        )  # a question to the run (``builds``): judged once more when it is answered
+        # a question to the run (``builds``): judged once more when it is answered
+        again = project.keep and bool(project.lifecycle.unanswered(project.keys))
         if again:
             project.kept = analysis
         return findings

@@ -26,7 +26,6 @@ attribute name: docs/rules.md says so.
 from __future__ import annotations
 
 import ast
-from bisect import bisect_left
 from collections.abc import Callable, Sequence
 
 from lint_rules.analysis import prefilter
@@ -95,9 +94,8 @@ def _satisfied(disjunct: ast.expr, known: set[Term]) -> bool:
 def implies(known: set[Term], conditions: Sequence[ast.expr]) -> bool:
     """Whether what is ``known`` makes every condition hold (one of its ``or`` arms)."""
     for condition in conditions:
-        arms = condition.values if isinstance(condition, ast.BoolOp) else [condition]
-        if isinstance(condition, ast.BoolOp) and not isinstance(condition.op, ast.Or):
-            arms = [condition]
+        either = isinstance(condition, ast.BoolOp) and isinstance(condition.op, ast.Or)
+        arms = condition.values if either else [condition]  # type: ignore[attr-defined]
         if not any(_satisfied(arm, known) for arm in arms):
             return False
     return bool(conditions)
@@ -120,17 +118,9 @@ class _Scan:
         self.subclasses: dict[str, list[str]] = {}
         self.marks = marks
 
-    def _spans_a_mark(self, stmt: ast.stmt) -> bool:
-        marks = self.marks
-        if marks is None:
-            return True
-        first = min([stmt.lineno, *(d.lineno for d in getattr(stmt, "decorator_list", ()))])
-        at = bisect_left(marks, first)
-        return at < len(marks) and marks[at] <= (stmt.end_lineno or stmt.lineno)
-
     def body(self, body: Sequence[ast.stmt], known: frozenset[Term], top: str | None) -> None:
         for stmt in body:
-            if self._spans_a_mark(stmt):
+            if prefilter.spans_a_mark(self.marks, stmt):
                 self.stmt(stmt, known, top)
             if (
                 isinstance(stmt, ast.If)
@@ -254,20 +244,15 @@ class Answers:
         """The files whose bytes spell ``name``; None as soon as they and the files ``read``
         so far are more than one question may read (``MAX_FILES``, ``MAX_BYTES``)."""
         found = self._hits.get(name)
-        if found is not None:
-            return None if _too_much(read | set(found), self._data) else found
-        needle, found = name.encode(), []
-        size = sum(len(self._data(path)) for path in read)
-        for path in self.paths:
-            data = self._data(path)
-            if needle in data:
-                found.append(path)
-                if path not in read:
-                    size += len(data)
-                    if size > MAX_BYTES or len(read | set(found)) > MAX_FILES:
+        if found is None:
+            needle, found = name.encode(), []
+            for path in self.paths:
+                if needle in self._data(path):
+                    found.append(path)
+                    if _too_much(read.union(found), self._data):
                         return None  # (not kept: the rest of the files were not searched)
-        self._hits[name] = found
-        return found
+            self._hits[name] = found
+        return None if _too_much(read.union(found), self._data) else found
 
     def scan(self, path: str, name: str) -> _Scan | None:
         """Where the file reads ``name``, and what it derives from it (parsed once per run;

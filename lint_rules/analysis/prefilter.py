@@ -7,9 +7,14 @@ Every other file costs a search or two and is never parsed. ``_TE_IMPORT`` and
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING
 
 from lint_rules.te import FLAG, TE_MODULE_CLASSES, TE_ROOT
+
+if TYPE_CHECKING:
+    import ast
 
 GATES = True
 """Every text-level shortcut the analysis takes for speed asks this switch: this prefilter,
@@ -188,6 +193,17 @@ def spells_any(text: str | None, names: set[str]) -> bool:
     """Whether ``text`` spells one of ``names`` (None: no text, so it may); always, with the
     gates off."""
     return not GATES or text is None or any(name in text for name in names)
+
+
+def spans_a_mark(marks: list[int] | None, node: ast.stmt) -> bool:
+    """Whether one of ``marks`` (ascending line numbers; None: every line) falls within the
+    lines of a statement, its decorators included."""
+    if marks is None:
+        return True
+    decorators = getattr(node, "decorator_list", ())
+    first = decorators[0].lineno if decorators else node.lineno
+    at = bisect_left(marks, first)
+    return at < len(marks) and marks[at] <= (node.end_lineno or node.lineno)
 
 
 def lines_spelling(data: bytes, needle: bytes) -> list[int] | None:

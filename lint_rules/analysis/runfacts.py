@@ -57,6 +57,10 @@ class RunFacts:
     def getters(self) -> list[tuple[str, str]]:
         return [(name, key) for name, key, path in self._getters if path != self.skip]
 
+    def unanswered(self, keys: Iterable[str]) -> list[str]:
+        """The questions among a file's ``keys`` (``builds``) the run has not answered yet."""
+        return [key for key in keys if key.startswith(PREFIX) and key not in self.answers]
+
     def without(self, path: str) -> RunFacts:
         """The same facts less those of ``path`` (a view: nothing is copied)."""
         if path not in self.paths:
@@ -77,8 +81,7 @@ def lifecycle_digest(keys: Sequence[str], run: RunFacts) -> str:
     names = {k[3:] for k in keys if k.startswith("fn:")}
     names.update(last_name(w.function) for w in writes if re_arms(w))  # only their callers count
     calls = sorted(c for n in sorted(names) for c in run.calls(n))
-    answers = [(k, run.answers.get(k)) for k in keys if k.startswith(PREFIX)]
-    answers = [(k, a) for k, a in answers if a]
+    answers = [(k, run.answers[k]) for k in keys if k.startswith(PREFIX) and run.answers.get(k)]
     if not (writes or calls or run.getters or answers):
         return ""
     text = repr((writes, calls, sorted(run.getters), answers))

@@ -39,13 +39,14 @@ MAX_ROUNDS = 8
 """Passes after the first; each follows a chain of subclasses one file further."""
 
 REDO_POOL_MIN = 16
+"""Files analysed again in one pass below which no process pool is started for them."""
+
 KEPT_MAX = 64
 """First-pass analyses kept at most, to be judged again once the run's lifecycle facts are
 known (``rejudge_file``); a file past them is analysed again in full."""
 
 REJUDGE = True
 """Off (a test), every file whose verdicts read the run's facts is analysed again in full."""
-"""Files analysed again in one pass below which no process pool is started for them."""
 
 Index = dict[str, Export]
 
@@ -73,6 +74,13 @@ def found_in(project: Project) -> dict[str, Any]:
         "facts": project.facts,
         "keys": project.keys,
     }
+
+
+def _let_go(view: Project | None) -> None:
+    """Close the analysis a run kept for ``view`` (if any): it is not judged again."""
+    if view is not None and view.kept is not None:
+        view.kept.close()
+        view.kept = None
 
 
 def run_facts(outcomes: Sequence[Outcome | None], places: Sequence[int]) -> RunFacts:
@@ -255,9 +263,7 @@ def run_crossfile(
         places: list[int], index: Index, first: bool = False, alone: bool = False
     ) -> Iterator[None]:
         for place in places:  # analysed again in full: a kept first analysis is stale
-            old = kept.pop(place, None)
-            if old is not None and old.kept is not None:
-                old.kept.close()
+            _let_go(kept.pop(place, None))
         projects = [project(p, index) for p in places]
         pool = workers if alone or len(places) >= REDO_POOL_MIN else 1
         for view in projects:  # in this process, a first analysis can be kept
@@ -269,8 +275,7 @@ def run_crossfile(
                 if len(kept) < KEPT_MAX and outcome.error is None:
                     kept[place] = view
                 else:
-                    view.kept.close()
-                    view.kept = None
+                    _let_go(view)
             if first and on_parsed is not None:
                 on_parsed()
             yield
@@ -309,22 +314,21 @@ def run_crossfile(
         assert outcome is not None
         if outcome.error is not None:
             return False  # not parsed: nothing it could use
-        used = used_digest(outcome.names, index, keys)
+        if index_stale(place, index, keys):
+            return True
         life = (
             lifecycle_digest(outcome.keys, facts.without(outcome.path))
             if facts and outcome.keys
             else ""
         )
-        if life:
-            used = f"{used}/{life}"
-        return outcome.used != used or outcome.package != layout[place][1]
+        return outcome.used.partition("/")[2] != life  # ``found_in``: "{index}/{life}"
 
     def index_stale(place: int, index: Index, keys: list[str]) -> bool:
         """Whether what the file read from the index changed (not only the run's facts)."""
         outcome = outcomes[place]
         assert outcome is not None
         used = used_digest(outcome.names, index, keys)
-        return outcome.used.split("/", 1)[0] != used or outcome.package != layout[place][1]
+        return outcome.used.partition("/")[0] != used or outcome.package != layout[place][1]
 
     # The first pass reads the exports of the files found in the cache: in an incremental run
     # a changed file that uses them is then analysed once, not twice.
@@ -364,16 +368,12 @@ def run_crossfile(
         asked = {
             key
             for place in active
-            for key in getattr(outcomes[place], "keys", None) or ()
-            if key.startswith(builds.PREFIX) and key not in facts.answers
+            for key in facts.unanswered(getattr(outcomes[place], "keys", None) or ())
         }
-        if asked:
-            if not answers:
-                answers.append(builds.Answers(plan.files))
-            for key in sorted(asked):
-                facts.answers[key] = answers[0].answer(key)
+        for key in sorted(asked):
+            facts.answers[key] = answers.answer(key)
 
-    answers: list[builds.Answers] = []  # made at the first question
+    answers = builds.Answers(plan.files)  # reads nothing until asked
 
     index = {}
     facts = run_facts(outcomes, active)
@@ -409,8 +409,7 @@ def run_crossfile(
         for _ in analyse(again, index):
             pass
     for view in kept.values():  # not judged again: nothing changed for them
-        assert view.kept is not None
-        view.kept.close()
+        _let_go(view)
     kept.clear()
     for place in waiting:  # read for nothing: done as a file the prefilter rules out
         outcomes[place] = plan.done[place] = Outcome(plan.files[place])
