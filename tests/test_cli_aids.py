@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -198,30 +197,3 @@ def test_the_hint_counts_what_fix_applies(tmp_path: Path, monkeypatch, capsys) -
     main(["check", "--isolated", "--no-cache", "--statistics", "--format", "json", "case.py"])
     stats = json.loads(capsys.readouterr().out)
     assert sum(row["fixable"] for row in stats) == fixed
-
-
-def test_realcode_runs_are_out_of_the_quick_tier() -> None:
-    """``pytest -m "not slow"`` (the README's quick tier) leaves out the ``realcode`` runs,
-    which CI's full run keeps."""
-    project = Path(__file__).resolve().parent.parent
-    assert 'python -m pytest -m "not slow"' in (project / "README.md").read_text("utf-8")
-    listed = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "--collect-only",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "-m",
-            "not slow",
-            "tests/test_real_code.py",
-        ],
-        cwd=project,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert "test_megatron_core_flake8_plugin" not in listed.stdout
-    assert "test_megatron_core_check_json" in listed.stdout

@@ -50,7 +50,10 @@ def programs() -> list[object]:
     flat = pytest.param(
         FLAT,
         1,
-        marks=pytest.mark.skipif(not FLAT_PARSES, reason="ast.parse caps depth on 3.12+"),
+        marks=[
+            pytest.mark.skipif(not FLAT_PARSES, reason="ast.parse caps depth on 3.12+"),
+            pytest.mark.long,
+        ],
         id="flat-100000",
     )
     return [flat, pytest.param(NESTED, 3, id="nested-500")]

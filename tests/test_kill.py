@@ -15,6 +15,7 @@ taken for source) -- and a second ``fix`` run completes the job.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import signal
@@ -108,23 +109,37 @@ def leftovers(tree: Path) -> list[str]:
     return sorted(p.name for p in tree.iterdir() if not p.name.endswith(".py"))
 
 
-def interrupted_fix(tmp_path: Path, sig: signal.Signals) -> tuple[Path, dict[str, str], int]:
-    """Run ``fix --jobs 2`` on N_FILES files, send ``sig`` to its group part way, return
-    (tree, expected fixed text per file name, exit status)."""
+@functools.cache
+def modules() -> tuple[dict[str, str], dict[str, str]]:
+    """(original text, fixed text) per file name, made once for the tests that share them."""
     from lint_rules.fixing import fix_source
 
-    tree = tmp_path / "tree"
-    tree.mkdir()
     originals: dict[str, str] = {}
     expected: dict[str, str] = {}
     for index in range(N_FILES):
         name = f"mod_{index:03d}.py"
-        text = module_text(index)
-        (tree / name).write_text(text)
-        originals[name] = text
-        result = fix_source(text)
+        originals[name] = module_text(index)
+        result = fix_source(originals[name])
         assert result.changed, "every generated module must have something to fix"
         expected[name] = result.text
+    return originals, expected
+
+
+def stamp(path: Path) -> tuple[int, int]:
+    """What an atomic replace changes without reading the file: its inode and mtime."""
+    status = path.stat()
+    return status.st_ino, status.st_mtime_ns
+
+
+def interrupted_fix(tmp_path: Path, sig: signal.Signals) -> tuple[Path, dict[str, str], int]:
+    """Run ``fix --jobs 2`` on N_FILES files, send ``sig`` to its group part way, return
+    (tree, expected fixed text per file name, exit status)."""
+    originals, expected = modules()
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    for name, text in originals.items():
+        (tree / name).write_text(text)
+    stamps = {name: stamp(tree / name) for name in originals}
 
     log = (tmp_path / "stderr.txt").open("w")
     process = subprocess.Popen(
@@ -139,7 +154,7 @@ def interrupted_fix(tmp_path: Path, sig: signal.Signals) -> tuple[Path, dict[str
     changed = 0
     try:
         while time.monotonic() < deadline and process.poll() is None:
-            changed = sum((tree / n).read_text() != originals[n] for n in originals)
+            changed = sum(stamp(tree / n) != stamps[n] for n in originals)
             if changed >= 20:
                 os.killpg(process.pid, sig)
                 break

@@ -97,12 +97,13 @@ def compare(
     all_checks: Sequence[Check],
     primary: Backend,
     control: Backend | None = None,
-    out: TextIO = sys.stdout,
+    out: TextIO | None = None,
     verbose: bool = False,
     summary: Summary | None = None,
 ) -> Summary:
     """Run every check on ``primary`` (and ``control``, the reference on the same device),
-    or skip it with the reason; print one line each."""
+    or skip it with the reason; print one line each (to ``out``, else standard output)."""
+    out = out if out is not None else sys.stdout
     summary = summary if summary is not None else Summary()
     for check in all_checks:
         where = f"{check.scenario:40} {check.module:24} {check.config:40}"
@@ -200,8 +201,9 @@ def run_legs(
         print(line, file=out)
 
 
-def print_plan(out: TextIO = sys.stdout) -> int:
+def print_plan(out: TextIO | None = None) -> int:
     """``--list``: scenario, module, configuration and expected label; nothing is run."""
+    out = out if out is not None else sys.stdout
     rows = [(c.scenario, c.module, c.config, c.expected) for c in checks()]
     rows += [
         (c.name, "three-leg resume check", leg_config_text(c), c.expected) for c in leg_configs()

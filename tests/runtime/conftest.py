@@ -3,11 +3,18 @@ and te-cuda (see ``runtime_support``), skipping with the reason where one cannot
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 pytest.importorskip("torch", reason="the runtime suite needs torch (pip install torch==2.13.0)")
 
 from runtime_support import BACKENDS, Backend, skip_unless_runnable  # noqa: E402
+
+from lint_rules.runtime.mutations import MUTATION_ENV  # noqa: E402
 
 
 @pytest.fixture(params=BACKENDS)
@@ -21,3 +28,28 @@ def fp8_backend(request: pytest.FixtureRequest) -> Backend:
     """A backend that can run FP8 here (the reference always can; TE needs compute
     capability 8.9 or newer)."""
     return skip_unless_runnable(request.param, fp8=True)
+
+
+@pytest.fixture(scope="session")
+def whole_reference_run(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """One clean run of the whole GPU command on the CPU reference, as a user types it (about
+    15 s): the tests of the command and of its planted errors share it. (process, report)"""
+    report = tmp_path_factory.mktemp("whole-reference-run") / "report.md"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "lint_rules.runtime.gpu_check",
+            "--backend",
+            "reference",
+            "--report",
+            str(report),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={k: v for k, v in os.environ.items() if k != MUTATION_ENV},
+    )
+    return done, report

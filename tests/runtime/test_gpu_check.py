@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import subprocess
 import sys
 import types
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -32,8 +34,6 @@ COMMAND = [sys.executable, "-m", "lint_rules.runtime.gpu_check"]
 
 
 def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    import os
-
     return subprocess.run(
         [*COMMAND, *args],
         capture_output=True,
@@ -57,11 +57,9 @@ def test_cpu_machine_skips_everything_with_a_reason_and_exits_2() -> None:
     assert "nothing ran" in done.stdout
 
 
-@pytest.mark.slow
-def test_list_prints_the_plan_without_running() -> None:
-    done = run("--list")
-    assert done.returncode == 0, done.stderr
-    out = done.stdout
+def test_list_prints_the_plan_without_running(capsys: pytest.CaptureFixture[str]) -> None:
+    assert gpu_check.main(["--list"]) == 0
+    out = capsys.readouterr().out
     assert "torch" not in out.splitlines()[0]  # no machine line: nothing was started
     for text in (
         "bf16 params+activations, fp32 main_grad",
@@ -250,17 +248,19 @@ def test_report_json_and_markdown(tmp_path: pytest.TempPathFactory) -> None:
     assert "| driver | 1.0 |" in text and "| differ | demo | Linear |" in text
 
 
-@pytest.mark.slow
-def test_tf32_is_off_for_the_comparisons() -> None:
-    code = (
-        "import os, torch; from lint_rules.runtime import gpu_check; "
-        "gpu_check.main(['--backend', 'reference', '--no-legs', '-k', 'no such check']); "
-        "assert os.environ['NVIDIA_TF32_OVERRIDE'] == '0'; "
-        "assert torch.backends.cuda.matmul.allow_tf32 is False; "
-        "assert torch.backends.cudnn.allow_tf32 is False"
-    )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stdout + done.stderr
+def test_tf32_is_off_for_the_comparisons(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NVIDIA_TF32_OVERRIDE", "1")
+    flags = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
+    threads = torch.get_num_threads()
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
+    try:
+        gpu_check.main(["--backend", "reference", "--no-legs", "-k", "no such check"])
+        assert os.environ["NVIDIA_TF32_OVERRIDE"] == "0"
+        assert torch.backends.cuda.matmul.allow_tf32 is False
+        assert torch.backends.cudnn.allow_tf32 is False
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = flags
+        torch.set_num_threads(threads)
 
 
 @pytest.mark.slow
@@ -281,10 +281,11 @@ def test_reference_backend_quick_subset_exits_0_and_writes_a_report(tmp_path) ->
     assert {r["status"] for r in data["results"]} == {"agree"}
 
 
-@pytest.mark.slow
-def test_reference_backend_runs_the_whole_command_and_exits_0(tmp_path) -> None:
-    report = tmp_path / "report.md"
-    done = run("--backend", "reference", "--report", str(report))
+@pytest.mark.long
+def test_reference_backend_runs_the_whole_command_and_exits_0(
+    whole_reference_run: tuple[subprocess.CompletedProcess[str], Path],
+) -> None:
+    done, report = whole_reference_run
     assert done.returncode == 0, done.stdout[-5000:] + done.stderr
     total = len(gpu_plan.checks()) + len(gpu_plan.leg_configs())
     assert f"summary: {total} agree" in done.stdout

@@ -113,7 +113,7 @@ def test_reentrant_recompute_reads_the_flag_again_in_backward() -> None:
     assert ms.reentrant_recompute(CPU, "none", recompute=True).label == "accumulated"
 
 
-@pytest.mark.slow
+@pytest.mark.long
 def test_three_legs_in_separate_processes(tmp_path) -> None:
     small = dict(ms.SIZES)
     fp8 = {**small, "fp8": "hybrid", "fp8_recipe": "tensorwise", "num_microbatches": 1}

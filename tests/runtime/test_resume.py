@@ -63,14 +63,14 @@ def legs(
     return results
 
 
-@pytest.mark.slow  # three training runs in subprocesses per backend
+@pytest.mark.long  # three training runs in subprocesses per backend
 def test_unguarded_a_a_is_blind(legs: dict[str, ResumeCheckResult]) -> None:
     result = legs["unguarded"]
     assert result.a_vs_a is not None
     assert result.a_vs_a.identical, str(result.a_vs_a)
 
 
-@pytest.mark.slow  # three training runs in subprocesses per backend
+@pytest.mark.long  # three training runs in subprocesses per backend
 def test_unguarded_resume_loses_a_gradient_right_after_the_resume(
     legs: dict[str, ResumeCheckResult],
 ) -> None:
@@ -85,7 +85,7 @@ def test_unguarded_resume_loses_a_gradient_right_after_the_resume(
     assert "the first step after resuming from step 2" in str(report)
 
 
-@pytest.mark.slow  # three training runs in subprocesses per backend
+@pytest.mark.long  # three training runs in subprocesses per backend
 def test_fixed_resume_is_byte_identical(legs: dict[str, ResumeCheckResult]) -> None:
     result = legs["fixed"]
     assert result.a_vs_c.identical, str(result.a_vs_c)
@@ -122,7 +122,7 @@ def test_codemod_output_passes_none_to_the_shared_layer(strategy: str) -> None:
     assert isinstance(keyword.value, ast.Constant) and keyword.value.value is None
 
 
-@pytest.mark.slow  # three training runs in subprocesses
+@pytest.mark.long  # three training runs in subprocesses
 def test_compare_command_reports_the_divergence(
     legs: dict[str, ResumeCheckResult], runnable_backend: Backend
 ) -> None:
