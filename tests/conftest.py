@@ -1,6 +1,6 @@
 """The suite's tiers, and one speed-up of the whole run.
 
-Tiers (README, "Tests"): ``pytest -m "not slow"`` is the quick tier; plain ``pytest`` runs
+Tiers (README, "Quick start"): ``pytest -m "not slow"`` is the quick tier; plain ``pytest`` runs
 everything but the ``long`` tier; ``pytest --long`` (what CI runs) runs every tier. Markers imply
 others: a ``realcode`` test is a ``long`` one, and a ``long`` test is a ``slow`` one. The ``long``
 tier is left out only when the run names no test itself: ``pytest tests/test_precommit.py``, a
@@ -49,7 +49,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 LEFT_OUT = pytest.StashKey[int]()
 
 
-def pytest_terminal_summary(terminalreporter, config: pytest.Config) -> None:  # type: ignore[no-untyped-def]
+def pytest_terminal_summary(
+    terminalreporter: pytest.TerminalReporter, config: pytest.Config
+) -> None:
     left = config.stash.get(LEFT_OUT, 0)
     if left:
         terminalreporter.write_line(

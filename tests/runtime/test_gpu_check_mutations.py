@@ -4,7 +4,8 @@ The errors (``lint_rules.runtime.mutations``) are set through the test-only envi
 variable the reference and the three-leg harness read, so they also reach the leg processes.
 Each error fails the subset of the command that it concerns, and the clean run of the whole
 command exits 0 with every subset in it (so each failure is the error's doing); two errors also
-fail the whole command (``WHOLE``). The quick tier runs one subset; the rest is ``slow``.
+fail the whole command (``WHOLE``). The quick tier runs one subset; the rest is ``slow``,
+and the runs of the whole command are ``long``.
 
 The command runs in this process (``gpu_check.main``, what ``python -m`` calls), which saves
 starting torch again for every run; its leg processes are still separate processes, and the
