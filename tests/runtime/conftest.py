@@ -3,18 +3,19 @@ and te-cuda (see ``runtime_support``), skipping with the reason where one cannot
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 pytest.importorskip("torch", reason="the runtime suite needs torch (pip install torch==2.13.0)")
 
-from runtime_support import BACKENDS, Backend, skip_unless_runnable  # noqa: E402
-
-from lint_rules.runtime.mutations import MUTATION_ENV  # noqa: E402
+from runtime_support import (  # noqa: E402
+    BACKENDS,
+    Backend,
+    gpu_check_process,
+    skip_unless_runnable,
+)
 
 
 @pytest.fixture(params=BACKENDS)
@@ -37,19 +38,5 @@ def whole_reference_run(
     """One clean run of the whole GPU command on the CPU reference, as a user types it (about
     15 s): the tests of the command and of its planted errors share it. (process, report)"""
     report = tmp_path_factory.mktemp("whole-reference-run") / "report.md"
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "lint_rules.runtime.gpu_check",
-            "--backend",
-            "reference",
-            "--report",
-            str(report),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=900,
-        env={k: v for k, v in os.environ.items() if k != MUTATION_ENV},
-    )
+    done = gpu_check_process("--backend", "reference", "--report", str(report))
     return done, report

@@ -20,6 +20,8 @@ import pytest
 
 torch = pytest.importorskip("torch", reason="the runtime suite needs torch")
 
+from runtime_support import command_state, gpu_check_process  # noqa: E402
+
 from lint_rules.runtime import backends, gpu_check, gpu_plan, gpu_report  # noqa: E402
 from lint_rules.runtime.backends import Backend  # noqa: E402
 from lint_rules.runtime.scenarios import (  # noqa: E402
@@ -30,23 +32,11 @@ from lint_rules.runtime.scenarios import (  # noqa: E402
     Outcome,
 )
 
-COMMAND = [sys.executable, "-m", "lint_rules.runtime.gpu_check"]
-
-
-def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*COMMAND, *args],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**os.environ, **(env or {})},
-    )
-
 
 def test_cpu_machine_skips_everything_with_a_reason_and_exits_2() -> None:
     if torch.cuda.is_available():
         pytest.skip("this machine has CUDA: the command would really run")
-    done = run()
+    done = gpu_check_process()
     assert done.returncode == 2, done.stdout + done.stderr
     lines = done.stdout.splitlines()
     assert "no CUDA" in lines[0]
@@ -250,23 +240,18 @@ def test_report_json_and_markdown(tmp_path: pytest.TempPathFactory) -> None:
 
 def test_tf32_is_off_for_the_comparisons(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NVIDIA_TF32_OVERRIDE", "1")
-    flags = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
-    threads = torch.get_num_threads()
-    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
-    try:
+    with command_state(monkeypatch):
+        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
         gpu_check.main(["--backend", "reference", "--no-legs", "-k", "no such check"])
         assert os.environ["NVIDIA_TF32_OVERRIDE"] == "0"
         assert torch.backends.cuda.matmul.allow_tf32 is False
         assert torch.backends.cudnn.allow_tf32 is False
-    finally:
-        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = flags
-        torch.set_num_threads(threads)
 
 
 @pytest.mark.slow
 def test_reference_backend_quick_subset_exits_0_and_writes_a_report(tmp_path) -> None:
     report = tmp_path / "report.json"
-    done = run(
+    done = gpu_check_process(
         "--backend",
         "reference",
         "--no-legs",

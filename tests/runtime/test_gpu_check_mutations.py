@@ -20,7 +20,9 @@ from pathlib import Path
 
 import pytest
 
-torch = pytest.importorskip("torch", reason="the runtime suite needs torch")
+pytest.importorskip("torch", reason="the runtime suite needs torch")
+
+from runtime_support import command_state  # noqa: E402
 
 from lint_rules.runtime import gpu_check  # noqa: E402
 from lint_rules.runtime.mutations import MUTATION_ENV, MUTATIONS  # noqa: E402
@@ -41,18 +43,11 @@ def gpu_check_with(
     capsys: pytest.CaptureFixture[str],
 ) -> tuple[int, str]:
     """``python -m lint_rules.runtime.gpu_check --backend reference ARGS`` with the error
-    planted, run in this process: (exit status, output). What the command sets for itself
-    (torch's threads, TF32 and its environment) is put back afterwards."""
+    planted, run in this process: (exit status, output)."""
     monkeypatch.setenv(MUTATION_ENV, planted)
-    monkeypatch.setenv("NVIDIA_TF32_OVERRIDE", "0")
-    threads = torch.get_num_threads()
-    tf32 = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32)
     capsys.readouterr()
-    try:
+    with command_state(monkeypatch):
         code = gpu_check.main(["--backend", "reference", *args])
-    finally:
-        torch.set_num_threads(threads)
-        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = tf32
     captured = capsys.readouterr()
     return code, captured.out + captured.err
 
