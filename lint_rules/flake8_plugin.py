@@ -99,6 +99,8 @@ class TEMicrobatchChecker:
         except SettingsError as error:  # a file met only now (never a traceback)
             _usage_error(str(error))
         for finding in analyze_tree(self.tree, settings, source, fixes=False):
+            if finding.code in settings.file_ignored:  # `per-file-ignores` of the table
+                continue
             yield finding.line, finding.col, flake8_message(finding, path), type(self)
 
 

@@ -67,6 +67,31 @@ def resolve(layers: Iterable[Layer], codes: Iterable[str]) -> frozenset[str]:
     return frozenset(enabled)
 
 
+def per_file_ignored(settings: Any, path: str) -> frozenset[str]:
+    """The codes ``per-file-ignores`` and ``extend-per-file-ignores`` leave out in ``path``, as
+    ruff and flake8 match them: a glob is relative to the directory of the configuration file
+    (else the current one) and matches the whole path, or the file name alone; ``*`` crosses
+    ``/`` and ``**/`` may match no folder; ``!glob`` stands for the files ``glob`` does not
+    match. Codes match by prefix, as in ``select``."""
+    from fnmatch import fnmatchcase
+
+    from lint_rules.rules import RULES
+
+    root = settings.root or os.getcwd()
+    absolute = Path(os.path.abspath(path)).as_posix()
+    name = os.path.basename(absolute)
+    dropped: set[str] = set()
+    for glob, codes in (*settings.per_file_ignores, *settings.extend_per_file_ignores):
+        negated = glob.startswith("!")
+        pattern = glob[1:] if negated else glob
+        full = Path(os.path.join(root, pattern)).as_posix()
+        candidates = {full, full.replace("/**/", "/"), pattern}
+        hit = any(fnmatchcase(absolute, c) for c in candidates) or fnmatchcase(name, pattern)
+        if hit != negated:
+            dropped.update(code for code in RULES if matches(code, codes))
+    return frozenset(dropped)
+
+
 def extend_chain(
     pyproject: Path,
     read_table: Callable[[Path], dict[str, Any] | None],

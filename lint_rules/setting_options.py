@@ -138,6 +138,31 @@ def _guard_config(key: str, value: object) -> str:
     return value.strip()
 
 
+def _per_file(key: str, value: object) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """``{glob = [codes]}`` (ruff's and flake8's ``per-file-ignores``) as ``((glob, codes), ...)``;
+    an already checked value (those pairs) is taken as it is."""
+    if isinstance(value, (tuple, list)) and all(
+        isinstance(pair, (tuple, list)) and len(pair) == 2 for pair in value
+    ):
+        value = dict(value)
+    if not isinstance(value, dict):
+        raise SettingsError(f'{key} must be a table of glob = [codes], not {value!r}')
+    pairs = []
+    for glob, codes in value.items():
+        if not isinstance(glob, str) or not glob.strip() or glob.strip() == "!":
+            raise SettingsError(f"{key}: a glob must be a non-empty string, not {glob!r}")
+        pairs.append((glob.strip(), _codes(f"{key} {glob!r}", codes)))
+    return tuple(pairs)
+
+
+def _url(key: str, value: object) -> str:
+    if not isinstance(value, str) or (value and not value.startswith(("https://", "http://"))):
+        raise SettingsError(f"{key} must be an http(s) URL, not {value!r}")
+    if "example.invalid" in value:
+        raise SettingsError(f"{key}: {value!r} does not exist; name where your docs live")
+    return value.rstrip("#")
+
+
 # ------------------------------------------------------------------------------ the option table
 
 
@@ -293,6 +318,31 @@ OPTIONS: tuple[Option, ...] = (
         (),
         "Codes added to `ignore` (as flake8 spells it).",
         '["TEM004"]',
+    ),
+    Option(
+        "per-file-ignores",
+        _per_file,
+        (),
+        "Codes (or prefixes) not reported in the files a glob matches: `{glob = [codes]}`, as in "
+        "ruff and flake8. A glob is relative to the configuration file's directory (one without "
+        "`/` matches the file name too); `!glob` means the files it does not match.",
+        '{ "tests/*" = ["TEM005"], "legacy.py" = ["TEM"] }',
+    ),
+    Option(
+        "extend-per-file-ignores",
+        _per_file,
+        (),
+        "More `per-file-ignores`, added to those (of this file or of the file it extends).",
+        '{ "scripts/*" = ["TEM004"] }',
+    ),
+    Option(
+        "docs-url",
+        _url,
+        "",
+        "Where your copy of docs/rules.md is shown (your git server's page of it): JSON `url` "
+        "and SARIF `helpUri` are this URL and `#` the rule's anchor. Unset, they are left out "
+        "and SARIF carries the rule's help text alone.",
+        '"https://git.example.com/ml/te-microbatch-lint/blob/main/docs/rules.md"',
     ),
 )
 

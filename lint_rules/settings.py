@@ -64,6 +64,12 @@ class Settings:
     extend_select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
     extend_ignore: tuple[str, ...] = ()
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    extend_per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    docs_url: str = ""
+    file_ignored: frozenset[str] = frozenset()
+    """The codes ``per-file-ignores`` leave out in the one file these settings were asked for
+    (``ConfigResolver.settings_for``; ``selection.per_file_ignored``)."""
     config_file: str | None = field(default=None, compare=False)
     """The ``pyproject.toml`` these came from (its directory anchors ``exclude``), or None."""
     enabled: frozenset[str] | None = None
@@ -91,6 +97,8 @@ class Settings:
     def reports(self, code: str) -> bool:
         """Whether the selection keeps findings of ``code`` (ruff's layers and prefix rules)."""
         enabled = self.enabled
+        if code in self.file_ignored:
+            return False
         if enabled is None:
             from lint_rules.selection import Layer, resolve
 
@@ -266,6 +274,7 @@ class ConfigResolver:
         self.config = Path(os.path.abspath(config)) if config is not None else None
         self._by_folder: dict[str, Settings] = {}
         self._by_file: dict[Path | None, Settings] = {}
+        self._narrowed: dict[tuple[int, frozenset[str]], Settings] = {}
         if self.config is not None and not self.config.is_file():
             what = "is not a regular file" if self.config.exists() else "does not exist"
             raise SettingsError(f"{config}: configuration file {what}")
@@ -295,12 +304,28 @@ class ConfigResolver:
     def settings_for(self, path: str | Path) -> Settings:
         """Settings for a file (or, given a directory, for the files in it)."""
         if self.isolated:
-            return self._load(None)
+            return self._for_file(os.path.abspath(path), self._load(None))
         if self.config is not None:
-            return self._load(self.config)
+            return self._for_file(os.path.abspath(path), self._load(self.config))
         absolute = os.path.abspath(path)
-        folder = absolute if os.path.isdir(absolute) else os.path.dirname(absolute)
-        return self._folder_settings(folder)
+        if os.path.isdir(absolute):
+            return self._folder_settings(absolute)
+        return self._for_file(absolute, self._folder_settings(os.path.dirname(absolute)))
+
+    def _for_file(self, absolute: str, settings: Settings) -> Settings:
+        """``settings`` with the codes its ``per-file-ignores`` leave out in this file."""
+        if not (settings.per_file_ignores or settings.extend_per_file_ignores):
+            return settings
+        from lint_rules.selection import per_file_ignored
+
+        dropped = per_file_ignored(settings, absolute)
+        if not dropped:
+            return settings
+        key = (id(settings), dropped)
+        narrowed = self._narrowed.get(key)
+        if narrowed is None:
+            narrowed = self._narrowed[key] = replace(settings, file_ignored=dropped)
+        return narrowed
 
     def check_tree(self, root: str | Path, skip: Callable[[str], bool] | None = None) -> None:
         """Read and check now every configuration file at or below ``root`` (a directory).
