@@ -28,6 +28,7 @@ from lint_rules.cli.formats import (
     format_json,
     format_statistics,
     format_text,
+    rule_url,
     use_colour,
 )
 from lint_rules.cli.options import Configuration, build_parser, configure
@@ -138,7 +139,7 @@ def _check_status(
 ) -> int:
     """``check``'s ending: the problems and the hint on stderr, then the exit status."""
     _report((p.path, p.reason) for p in problems)
-    if hint and args.format in TEXT_FORMATS and not args.quiet:
+    if hint and args.format in HUMAN_FORMATS and not args.quiet:
         print(hint, file=sys.stderr)
     if problems:
         return EXIT_ERROR
@@ -146,6 +147,9 @@ def _check_status(
 
 
 TEXT_FORMATS = ("text", "full", "concise")
+HUMAN_FORMATS = (*TEXT_FORMATS, "grouped")
+"""Formats read by people: the fixable hint, and ruff's "All checks passed!" on a clean run."""
+CLEAN = "All checks passed!"
 
 
 def _applies(config: Configuration) -> Callable[[Any], bool]:
@@ -165,8 +169,11 @@ def _style(args: argparse.Namespace, out: TextIO) -> Style:
 
 
 def run_check(args: argparse.Namespace, config: Configuration, discovery: Discovery) -> int:
-    if args.statistics and args.format not in ("text", "json"):
-        raise UsageError("--statistics works with --format text or json")
+    if args.statistics and args.format not in (*TEXT_FORMATS, "json"):
+        raise UsageError(
+            f"--statistics works with --format {', '.join(TEXT_FORMATS)} or json, "
+            f"not {args.format} (as in ruff)"
+        )
     job = Job(disable_noqa=args.disable_noqa, mode="check")
     cache = None
     if not args.no_cache:  # --no-cache: the cache module is not even imported
@@ -195,7 +202,10 @@ def run_check(args: argparse.Namespace, config: Configuration, discovery: Discov
         if cache is not None:
             cache.save()
         if not adding:
-            _write_report(args, out, findings, problems, applies)
+            _write_report(args, out, findings, problems, applies, config)
+            clean = not (findings or problems or args.statistics or args.quiet)
+            if clean and args.format in HUMAN_FORMATS:
+                out.write(CLEAN + "\n")
     if adding:
         from lint_rules.cli.aids import add_noqa
 
@@ -214,17 +224,33 @@ def _write_report(
     findings: list,
     problems: list[Problem],
     applies: Callable[[Any], bool],
+    config: Configuration,
 ) -> None:
+    from lint_rules.cli import ciformats
+
+    def url_of(finding: Any) -> str | None:
+        return rule_url(finding.code, config.settings_of(finding.path).docs_url)
+
     if args.statistics:
         out.write(format_statistics(findings, as_json=args.format == "json", applies=applies))
     elif args.format == "json":
-        out.write(format_json(findings, problems, applies))
+        out.write(format_json(findings, problems, applies, url_of))
+    elif args.format == "json-lines":
+        out.write(ciformats.format_json_lines(findings, problems, applies, url_of))
     elif args.format == "sarif":
         from lint_rules.cli.sarif import format_sarif
 
-        out.write(format_sarif(findings, problems))
+        out.write(format_sarif(findings, problems, config.settings_of(os.getcwd()).docs_url))
     elif args.format == "github":
         out.write(format_github(findings, problems))
+    elif args.format == "grouped":
+        out.write(ciformats.format_grouped(findings, problems, applies))
+    elif args.format == "pylint":
+        out.write(ciformats.format_pylint(findings, problems))
+    elif args.format == "junit":
+        out.write(ciformats.format_junit(findings, problems))
+    elif args.format == "gitlab":
+        out.write(ciformats.format_gitlab(findings, problems))
     out.flush()
 
 
@@ -373,7 +399,7 @@ def run_stdin(args: argparse.Namespace, config: Configuration) -> int:
         with _output(args, [args.stdin_filename] if args.stdin_filename else []) as out:
             if args.format in TEXT_FORMATS and not args.statistics:
                 out.write(format_text(findings, _style(args, out), args.format == "concise"))
-            _write_report(args, out, findings, problems, _applies(config))
+            _write_report(args, out, findings, problems, _applies(config), config)
         return _check_status(args, findings, problems)  # no hint: an editor's buffer
     mode = "diff" if args.diff else "verify" if args.check else "stdout"
     job = Job(disable_noqa=args.disable_noqa, mode=mode)

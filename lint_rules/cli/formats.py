@@ -29,9 +29,23 @@ class Problem:
     column: int | None = None
 
 
-FORMATS = ("text", "full", "concise", "json", "sarif", "github")
+FORMATS = (
+    "text",
+    "full",
+    "concise",
+    "grouped",
+    "pylint",
+    "json",
+    "json-lines",
+    "junit",
+    "gitlab",
+    "github",
+    "sarif",
+)
 """``text`` (= ``full``): flake8's line per finding and its evidence as ``note:`` lines under
-it; ``concise``: one line per finding, the evidence in brackets (byte for byte flake8's line)."""
+it; ``concise``: one line per finding, the evidence in brackets (byte for byte flake8's line);
+``grouped``, ``pylint``, ``json-lines``, ``junit``, ``gitlab``: as ruff writes them
+(``ciformats``)."""
 
 
 @dataclass(frozen=True)
@@ -127,14 +141,24 @@ JSON_KEYS = (
 )
 
 
-def _rule_url(code: str | None) -> str | None:
+def rule_url(code: str | None, docs_url: str) -> str | None:
+    """The rule's section of the docs at ``docs_url`` (the ``docs-url`` setting), or None when
+    no docs URL is set (no link rather than a dead one)."""
     from lint_rules.rules import RULES
 
     rule = RULES.get(code or "")
-    return rule.help_uri if rule else None
+    return f"{docs_url}#{rule.anchor}" if rule and docs_url else None
 
 
-def _json_row(f: Reported, applies: FixApplies) -> dict[str, Any]:
+UrlOf = Callable[[Reported], "str | None"]
+"""A finding's rule URL, from the ``docs-url`` of its file's settings."""
+
+
+def _no_url(f: Reported) -> str | None:
+    return None
+
+
+def _json_row(f: Reported, applies: FixApplies, url_of: UrlOf = _no_url) -> dict[str, Any]:
     row: dict[str, Any] = {key: getattr(f, key) for key in JSON_KEYS}
     code, _, text = f.message.partition(" ")
     row["message"] = text if code == f.code else f.message
@@ -143,7 +167,9 @@ def _json_row(f: Reported, applies: FixApplies) -> dict[str, Any]:
     row["location"] = {"row": f.line, "column": f.char_column}
     row["end_location"] = {"row": f.end_line, "column": f.end_char_column}
     row["noqa_row"] = f.line
-    row["url"] = _rule_url(f.code)
+    url = url_of(f)
+    if url:
+        row["url"] = url
     row["fix"] = None
     if f.applicability:
         row["fix"] = {
@@ -170,26 +196,40 @@ def _safe_only(f: Reported) -> bool:
     return f.applicability == "safe"
 
 
-def format_json(
-    findings: Sequence[Reported], problems: Sequence[Problem] = (), applies: FixApplies = _safe_only
-) -> str:
-    """A list of rows, ruff's keys (``filename``, ``location``, ``end_location``, ``fix`` with
-    its ``applicability``, ``message`` and ``edits``, ``url``, ``noqa_row``) beside the first
-    ones (``path``, ``line``, ``column`` in UTF-8 bytes as flake8 counts, ...), and the
-    ``evidence``; ``message`` without the code. ``fixable``: ``fix`` as configured applies it.
-    A file that could not be read or parsed is a row with ``code: null``."""
-    import json
-
-    rows: list[dict[str, Any]] = [_json_row(f, applies) for f in findings]
+def json_rows(
+    findings: Sequence[Reported],
+    problems: Sequence[Problem] = (),
+    applies: FixApplies = _safe_only,
+    url_of: UrlOf = _no_url,
+) -> list[dict[str, Any]]:
+    """The rows of ``json`` and ``json-lines``."""
+    rows: list[dict[str, Any]] = [_json_row(f, applies, url_of) for f in findings]
     for problem in problems:
         row = dict.fromkeys(JSON_KEYS)
         row.update(path=problem.path, message=problem.reason, fixable=False)
         row.update(line=problem.line, column=problem.column)
-        row.update(filename=os.path.abspath(problem.path), fix=None, url=None, evidence=[])
+        row.update(filename=os.path.abspath(problem.path), fix=None, evidence=[])
         row.update(noqa_row=None, end_location=None, verdict=None)
         row["location"] = {"row": problem.line, "column": problem.column} if problem.line else None
         rows.append(row)
-    return json.dumps(rows, indent=2) + "\n"
+    return rows
+
+
+def format_json(
+    findings: Sequence[Reported],
+    problems: Sequence[Problem] = (),
+    applies: FixApplies = _safe_only,
+    url_of: UrlOf = _no_url,
+) -> str:
+    """A list of rows, ruff's keys (``filename``, ``location``, ``end_location``, ``fix`` with
+    its ``applicability``, ``message`` and ``edits``, ``noqa_row``, and ``url`` where the
+    ``docs-url`` setting gives one) beside the first ones (``path``, ``line``, ``column`` in
+    UTF-8 bytes as flake8 counts, ...), and the ``evidence``; ``message`` without the code.
+    ``fixable``: ``fix`` as configured applies it. A file that could not be read or parsed is a
+    row with ``code: null``."""
+    import json
+
+    return json.dumps(json_rows(findings, problems, applies, url_of), indent=2) + "\n"
 
 
 def repository_root() -> str:

@@ -26,7 +26,6 @@ from lint_rules.cli.formats import PROG, Problem, relative_to_root, repository_r
 from lint_rules.cli.running import Reported
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
-INFORMATION_URI = "https://example.invalid/te-microbatch-lint"
 SRCROOT = "%SRCROOT%"
 FINGERPRINT_KEY = "teMicrobatchLint/v1"
 LINE_HASH_KEY = "primaryLocationLineHash"
@@ -124,7 +123,7 @@ def full_description(markdown: str, limit: int = FULL_DESCRIPTION_LIMIT) -> str:
     return cut + "..."
 
 
-def _rules(codes: Sequence[str]) -> list[dict[str, Any]]:
+def _rules(codes: Sequence[str], docs_url: str = "") -> list[dict[str, Any]]:
     from lint_rules.rules import RULES
 
     out = []
@@ -134,18 +133,18 @@ def _rules(codes: Sequence[str]) -> list[dict[str, Any]]:
             out.append({"id": code, "shortDescription": {"text": code}})
             continue
         explanation = rule.explanation.strip()
-        out.append(
-            {
-                "id": code,
-                "name": rule.name,
-                "shortDescription": {"text": rule.summary},
-                "fullDescription": {"text": full_description(explanation)},
-                "help": {"text": plain_text(explanation), "markdown": explanation},
-                "helpUri": rule.help_uri,
-                "defaultConfiguration": {"level": "warning"},
-                "properties": {"tags": ["correctness"]},
-            }
-        )
+        entry: dict[str, Any] = {
+            "id": code,
+            "name": rule.name,
+            "shortDescription": {"text": rule.summary},
+            "fullDescription": {"text": full_description(explanation)},
+            "help": {"text": plain_text(explanation), "markdown": explanation},
+        }
+        if docs_url:  # no link rather than a dead one: the help text is all there
+            entry["helpUri"] = f"{docs_url}#{rule.anchor}"
+        entry["defaultConfiguration"] = {"level": "warning"}
+        entry["properties"] = {"tags": ["correctness"]}
+        out.append(entry)
     return out
 
 
@@ -226,8 +225,12 @@ def _result(f: Reported, index: int, root: str, hashes: dict[int, str]) -> dict[
     return result
 
 
-def format_sarif(findings: Sequence[Reported], problems: Sequence[Problem]) -> str:
-    """SARIF 2.1.0 for code scanning; regions in characters (``unicodeCodePoints``)."""
+def format_sarif(
+    findings: Sequence[Reported], problems: Sequence[Problem], docs_url: str = ""
+) -> str:
+    """SARIF 2.1.0 for code scanning; regions in characters (``unicodeCodePoints``).
+    ``docs_url`` (the ``docs-url`` setting) gives each rule its ``helpUri`` and the tool its
+    ``informationUri``; without it both are left out."""
     import json
 
     from lint_rules.rules import RULES
@@ -251,20 +254,16 @@ def format_sarif(findings: Sequence[Reported], problems: Sequence[Problem]) -> s
         }
         for problem in problems
     ]
+    driver: dict[str, Any] = {"name": PROG, "version": __version__, "semanticVersion": __version__}
+    if docs_url:
+        driver["informationUri"] = docs_url
+    driver["rules"] = _rules(codes, docs_url)
     log = {
         "version": "2.1.0",
         "$schema": SARIF_SCHEMA,
         "runs": [
             {
-                "tool": {
-                    "driver": {
-                        "name": PROG,
-                        "version": __version__,
-                        "semanticVersion": __version__,
-                        "informationUri": INFORMATION_URI,
-                        "rules": _rules(codes),
-                    }
-                },
+                "tool": {"driver": driver},
                 "originalUriBaseIds": {SRCROOT: {"uri": Path(root).as_uri() + "/"}},
                 "columnKind": "unicodeCodePoints",
                 "invocations": [
