@@ -12,6 +12,7 @@ from lint_rules.cli.discovery import ExcludePattern
 from lint_rules.cli.formats import FORMATS, PROG
 from lint_rules.setting_flags import add_setting_flags, flag_overrides
 from lint_rules.settings import (
+    TABLE,
     ConfigResolver,
     Settings,
     split_list,
@@ -28,6 +29,15 @@ def _jobs(value: str) -> int:
     return number
 
 
+FIX_FLAGS = {"--fix": "", "--diff": "--diff ", "--unsafe-fixes": "--unsafe-fixes "}
+"""ruff's ``check`` flags that are ``fix``'s here: a usage error names the command to run."""
+FIX_FLAG_WHAT = {
+    "--fix": "applies the fixes",
+    "--diff": "shows the rewrite",
+    "--unsafe-fixes": "applies the unsafe fixes too",
+}
+
+
 class Parser(argparse.ArgumentParser):
     """argparse, but a usage error is one line (``te-microbatch-lint: error: ...``, exit 2)
     instead of the usage block; ``--help`` shows the usage. Options are never abbreviated
@@ -38,8 +48,12 @@ class Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
     def error(self, message: str):  # type: ignore[override]
-        if message.startswith("unrecognized arguments:") and "--fix" in message.split():
-            message += " (`te-microbatch-lint fix PATH` applies the fixes)"
+        if message.startswith("unrecognized arguments:"):
+            words = message.split()
+            for flag, hint in FIX_FLAGS.items():
+                if flag in words:
+                    message += f" (`{PROG} fix {hint}PATH` {FIX_FLAG_WHAT[flag]})"
+                    break
         self.exit(2, f"{PROG}: error: {message}\n")
 
 
@@ -118,7 +132,10 @@ def build_parser() -> argparse.ArgumentParser:
     common.add_argument(
         "--show-settings",
         metavar="PATH",
-        help="print the settings that apply to PATH and where each comes from, then exit",
+        nargs="?",
+        const=".",
+        help="print the settings that apply to PATH (default: the current directory) and where "
+        "each comes from, then exit",
     )
     common.add_argument(
         "--show-files", action="store_true", help="print the files that would be checked, then exit"
@@ -265,6 +282,14 @@ class Configuration:
         return self.resolver.settings_for(path)
 
 
+def _has_table(config: str) -> bool:
+    from pathlib import Path
+
+    from lint_rules.settings import has_table
+
+    return has_table(Path(config))
+
+
 def configure(args: argparse.Namespace) -> Configuration:
     """The per-file configuration: files found per directory, ``--config``, ``--isolated``, flags.
 
@@ -286,6 +311,13 @@ def configure(args: argparse.Namespace) -> Configuration:
         unsafe_fixes=getattr(args, "unsafe_fixes", None) or None,
     )
     resolver = ConfigResolver(config=args.config, isolated=args.isolated, overrides=overrides)
+    if args.config and not args.isolated and not _has_table(args.config):
+        import sys
+
+        print(
+            f"{PROG}: warning: {args.config} has no [{TABLE}] table: the defaults apply",
+            file=sys.stderr,
+        )
     for path in args.paths:
         resolver.settings_for(path)
     cwd = os.getcwd()
