@@ -110,8 +110,9 @@ def flake8_message(finding: Any, path: str) -> str:
     from lint_rules.oneline import step_text, with_evidence
 
     steps = (step_text(step.message, step.where()) for step in finding.evidence)
+    prefix = len(f"{path}:{finding.line}:{finding.col + 1}: ")
     return with_evidence(
-        finding.message, steps, f"te-microbatch-lint explain {path}:{finding.line}"
+        finding.message, steps, f"te-microbatch-lint explain {path}:{finding.line}", prefix
     )
 
 

@@ -3,8 +3,9 @@
 flake8 and scripts read one line per finding, so the evidence follows the message in
 brackets: ``TEM001 ... (set True in __init__ (:12); cleared after forward (:20))``. A place in
 the finding's own file is ``:LINE``, in another file ``PATH:LINE``. The line stays readable:
-at most ``MAX_STEPS`` steps and ``MAX_CHARS`` characters of evidence, then ``+N more`` and the
-command that prints them all.
+at most ``LINE_LIMIT`` characters in all and ``MAX_STEPS`` steps, then ``+N more`` and the
+command that prints them all, where it fits (``te-microbatch-lint rule CODE`` explains the rule,
+``te-microbatch-lint explain PATH:LINE`` prints the flag's whole life).
 """
 
 from __future__ import annotations
@@ -13,27 +14,42 @@ from collections.abc import Iterable
 
 MAX_STEPS = 4
 MAX_CHARS = 240
+LINE_LIMIT = 160
+"""A flake8 line (``path:line:col: message (evidence)``) stops at about this many characters:
+the evidence steps that fit, then ``+N more`` and the ``explain`` command that prints them all
+(the message itself is never cut)."""
 
 
 def step_text(message: str, where: str) -> str:
     return f"{message} ({where})" if where else message
 
 
-def with_evidence(message: str, steps: Iterable[str], explain: str = "") -> str:
-    """``message (step; step; ...)``; ``explain`` (``te-microbatch-lint explain P:L``) is named
-    when steps were left out."""
+def with_evidence(message: str, steps: Iterable[str], explain: str = "", prefix: int = 0) -> str:
+    """``message (step; step; ...)``, within ``LINE_LIMIT`` characters counting the ``prefix``
+    flake8 prints before it (``path:line:col: ``); ``explain`` (``te-microbatch-lint explain
+    P:L``) is named when steps were left out and it fits."""
     steps = list(steps)
     if not steps:
         return message
+    room = LINE_LIMIT - prefix - len(message) - len(" ()")
     shown: list[str] = []
     size = 0
     for step in steps:
-        if len(shown) == MAX_STEPS or (shown and size + len(step) > MAX_CHARS):
+        cost = len(step) + (2 if shown else 0)
+        if len(shown) == MAX_STEPS or size + cost > min(room, MAX_CHARS):
             break
         shown.append(step)
-        size += len(step) + 2
+        size += cost
     left = len(steps) - len(shown)
-    if left:
-        more = f"+{left} more"
-        shown.append(f"{more}: `{explain}`" if explain else more)
+    while left:  # the pointer to the whole life comes before one more step
+        tail = f"+{left} more: `{explain}`" if shown else f"evidence: `{explain}`"
+        if not explain:
+            tail = f"+{left} more"
+        if size + len(tail) + 2 * bool(shown) <= room:
+            shown.append(tail)
+            break
+        if not shown:
+            return message  # not even the pointer fits: `explain` and the text face show all
+        size -= len(shown.pop()) + 2 * bool(shown)
+        left += 1
     return f"{message} ({'; '.join(shown)})"

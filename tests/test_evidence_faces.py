@@ -14,7 +14,7 @@ from lint_rules.cli.formats import format_json, format_text
 from lint_rules.cli.reporting import reported_findings as _reported
 from lint_rules.findings import Evidence, Finding
 from lint_rules.flake8_plugin import flake8_message
-from lint_rules.oneline import MAX_CHARS, MAX_STEPS
+from lint_rules.oneline import LINE_LIMIT, MAX_STEPS
 
 SOURCE = "x = 1\n" * 30
 MESSAGE = "TEM001 untracked flag to TE Linear `self.fc`: pass None or guard it"
@@ -51,23 +51,29 @@ def test_text_puts_each_step_on_a_note_line() -> None:
 
 
 def test_concise_is_one_line_per_finding_and_flake8s_line() -> None:
-    text = format_text(reported(*LIFE), concise=True)
+    text = format_text(reported(*LIFE[:2]), concise=True)
     assert text == (
         f"pkg/layer.py:20:5: {MESSAGE} (set True in `__init__` (:12); set False after forward "
-        "(:24); re-armed by `set_is_first_microbatch` only if `self.config.fp8` "
-        "(pkg/module.py:94); re-arming not seen in this file)\n"
+        "(:24))\n"
     )
-    assert text == f"pkg/layer.py:20:5: {flake8_message(finding(*LIFE), 'pkg/layer.py')}\n"
+    assert text == f"pkg/layer.py:20:5: {flake8_message(finding(*LIFE[:2]), 'pkg/layer.py')}\n"
+    whole = format_text(reported(*LIFE), concise=True)
+    assert whole == f"pkg/layer.py:20:5: {flake8_message(finding(*LIFE), 'pkg/layer.py')}\n"
 
 
 def test_the_one_line_form_is_bounded() -> None:
+    """flake8's line stays within ``LINE_LIMIT`` (the path, position and message counted): the
+    steps that fit, then how many more and where they are all printed."""
     many = tuple(Evidence(f"step {n} " + "x" * 40, n + 1) for n in range(12))
-    line = flake8_message(finding(*many), "pkg/layer.py")
-    evidence = line[len(MESSAGE) :]
-    assert evidence.count("; ") <= MAX_STEPS
-    assert len(evidence) <= MAX_CHARS + 120
-    assert "more: `te-microbatch-lint explain pkg/layer.py:20`" in line
-    assert "\n" not in line
+    line = "pkg/layer.py:20:5: " + flake8_message(finding(*many), "pkg/layer.py")
+    assert len(line) <= LINE_LIMIT
+    assert line.count("; ") <= MAX_STEPS
+    assert "`te-microbatch-lint explain pkg/layer.py:20`" in line and "\n" not in line
+    tiny = tuple(Evidence(f"s{n}", n + 1) for n in range(12))
+    short = "a.py:20:5: " + flake8_message(finding(*tiny), "a.py")
+    assert short.endswith("(s0 (:1); s1 (:2); s2 (:3); +9 more: `te-microbatch-lint explain a.py:20`)")
+    assert len(short) <= LINE_LIMIT
+    assert len(format_text(reported(*LIFE), concise=True).rstrip("\n")) <= LINE_LIMIT
 
 
 def test_json_lists_the_evidence_with_every_path_filled() -> None:

@@ -86,7 +86,8 @@ def one_line(f: Reported) -> str:
     from lint_rules.oneline import step_text, with_evidence
 
     steps = (step_text(msg, _where(path, line, f.path)) for path, line, _, msg in f.evidence)
-    return with_evidence(f.message, steps, f"{PROG} explain {f.path}:{f.line}")
+    prefix = len(f"{f.path}:{f.line}:{f.column}: ")
+    return with_evidence(f.message, steps, f"{PROG} explain {f.path}:{f.line}", prefix)
 
 
 def format_text(findings: Sequence[Reported], style: Style = PLAIN, concise: bool = False) -> str:
