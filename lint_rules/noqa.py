@@ -1,7 +1,7 @@
 """``# noqa`` handling identical to flake8's, so that every face suppresses the same findings.
 
-The regular expressions and the matching rules are flake8's (``flake8/defaults.py``,
-``violation.py`` and ``processor.py`` of flake8 7.x): a ``# noqa`` comment applies to the
+The regular expressions are flake8's own (``flake8.defaults``, read from the installed flake8),
+and the matching rules follow flake8's (``violation.py`` and ``processor.py`` of flake8 7.x): a ``# noqa`` comment applies to the
 physical line a finding is reported on, or to the whole range of a multi-line token (a
 triple-quoted string, a backslash continuation) that contains it; ``# noqa: CODES`` matches a
 code exactly or as a prefix; a line matching ``# flake8: noqa`` silences the whole file.
@@ -12,14 +12,38 @@ from __future__ import annotations
 import re
 import tokenize
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from lint_rules.findings import Finding, split_lines
 
-NOQA_INLINE = re.compile(
-    r"# noqa(?::[\s]?(?P<codes>([A-Z]+[0-9]+(?:[,\s]+)?)+))?",
-    re.IGNORECASE,
-)
-NOQA_FILE = re.compile(r"\s*# flake8[:=]\s*noqa", re.I)
+
+
+def _flake8_defaults() -> Any:
+    """flake8's own ``flake8/defaults.py`` (flake8 is a dependency), loaded without running
+    ``flake8/__init__.py``, which would import ``logging`` into every command's start-up."""
+    import sys
+
+    loaded = sys.modules.get("flake8.defaults")
+    if loaded is not None:
+        return loaded
+    import importlib.util
+    import os
+
+    package = importlib.util.find_spec("flake8")
+    assert package is not None and package.submodule_search_locations
+    path = os.path.join(list(package.submodule_search_locations)[0], "defaults.py")
+    spec = importlib.util.spec_from_file_location("_te_lint_flake8_defaults", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_DEFAULTS = _flake8_defaults()
+NOQA_INLINE: re.Pattern[str] = _DEFAULTS.NOQA_INLINE_REGEXP
+"""flake8's ``defaults.NOQA_INLINE_REGEXP``: ``# noqa`` and ``# noqa: CODES``."""
+NOQA_FILE: re.Pattern[str] = _DEFAULTS.NOQA_FILE
+"""flake8's ``defaults.NOQA_FILE``: ``# flake8: noqa`` silences the whole file."""
 _LIST_SPLIT = re.compile(r"[,\s]")
 
 

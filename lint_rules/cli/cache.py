@@ -8,7 +8,7 @@ code hash covers the size and mtime of every module of ``lint_rules``, so an edi
 linter never reads old results. Paths are not part of the key: a moved or copied file hits too.
 Entries not used for 30 days are dropped when the file is written. The directory is
 ``--cache-dir``, else ``$TE_MICROBATCH_LINT_CACHE_DIR``, else ``te-microbatch-lint`` in the
-user's cache directory (``$XDG_CACHE_HOME`` or ``~/.cache``), so nothing is written into the
+user's cache directory (``platformdirs``: ``$XDG_CACHE_HOME`` or ``~/.cache`` on Linux), so nothing is written into the
 project; it holds a ``CACHEDIR.TAG``. ``--no-cache`` turns it off. A cache that cannot be read
 or written is ignored (the run is just not faster).
 """
@@ -223,8 +223,12 @@ def _load(path: str) -> Any:
 
 
 def default_directory() -> str:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "te-microbatch-lint")
+    """``te-microbatch-lint`` in the user's cache directory, as ``platformdirs`` knows it for
+    each OS (``$XDG_CACHE_HOME`` or ``~/.cache`` on Linux, ``~/Library/Caches`` on macOS,
+    ``%LOCALAPPDATA%`` on Windows)."""
+    import platformdirs
+
+    return platformdirs.user_cache_dir("te-microbatch-lint", appauthor=False)
 
 
 def open_cache(no_cache: bool, directory: str | None) -> ResultCache | None:

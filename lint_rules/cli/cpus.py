@@ -5,6 +5,10 @@ the run (reading every file), and counts the cores the machine left idle plus th
 process kept busy. A load average would keep counting a run that has just ended (the previous
 run of this command, back to back in CI or pre-commit) for a minute; the window sees only now.
 Without ``/proc/stat`` (macOS, Windows) the cores less the one-minute load average are used.
+
+Either way the pool never exceeds the cores this process may use: those of its CPU affinity
+(``os.sched_getaffinity``) and its cgroup's CPU quota (``allowed_cpus``), so that a container
+limited to two CPUs on a 64-core host does not start 64 workers.
 """
 
 from __future__ import annotations
@@ -56,10 +60,86 @@ def idle_cores(before: CpuSample, after: CpuSample, cpus: int) -> float | None:
     return idle + min(1.0, max(0.0, (after.own - before.own) / wall))
 
 
-def _cores() -> int:
+CGROUP_ROOT = "/sys/fs/cgroup"
+PROC_CGROUP = "/proc/self/cgroup"
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path, encoding="ascii") as handle:
+            return handle.read().strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _ratio(quota: str | None, period: str | None) -> float | None:
+    """``quota / period`` CPUs, or None for no limit (``max``, ``-1``) or what cannot be read."""
+    try:
+        if quota is None or period is None or quota in ("max", "-1"):
+            return None
+        value = int(quota) / int(period)
+    except (ValueError, ZeroDivisionError):
+        return None
+    return value if value > 0 else None
+
+
+def cgroup_quota(root: str = CGROUP_ROOT, proc_cgroup: str = PROC_CGROUP) -> float | None:
+    """The CPUs this process's cgroup may use (the smallest quota on its way up to the root),
+    or None when none is set: cgroup v2's ``cpu.max`` (``QUOTA PERIOD`` or ``max PERIOD``), else
+    v1's ``cpu.cfs_quota_us / cpu.cfs_period_us`` (``-1``: none)."""
+    own = _read(proc_cgroup) or ""
+    v2, v1 = None, None
+    for line in own.splitlines():
+        number, _, rest = line.partition(":")
+        controllers, _, path = rest.partition(":")
+        if number == "0" and controllers == "":
+            v2 = path
+        elif "cpu" in controllers.split(","):
+            v1 = (controllers, path)
+    limits = []
+    if v2 is not None and os.path.exists(os.path.join(root, "cgroup.controllers")):
+        folder = os.path.join(root, v2.lstrip("/"))
+        while True:
+            line = _read(os.path.join(folder, "cpu.max"))
+            if line:
+                quota, _, period = line.partition(" ")
+                limits.append(_ratio(quota, period or "100000"))
+            if os.path.normpath(folder) == os.path.normpath(root):
+                break
+            folder = os.path.dirname(folder)
+    else:
+        names = [v1[0]] if v1 else []
+        names += ["cpu", "cpu,cpuacct", "cpuacct,cpu"]
+        paths = [v1[1].lstrip("/"), ""] if v1 else [""]
+        for name in dict.fromkeys(names):
+            for path in paths:
+                folder = os.path.join(root, name, path)
+                limits.append(
+                    _ratio(
+                        _read(os.path.join(folder, "cpu.cfs_quota_us")),
+                        _read(os.path.join(folder, "cpu.cfs_period_us")),
+                    )
+                )
+    known = [limit for limit in limits if limit is not None]
+    return min(known) if known else None
+
+
+def allowed_cpus() -> int:
+    """The cores this process may run on: its CPU affinity, within its cgroup's CPU quota
+    (rounded up: a quota of 1.5 CPUs can keep two workers busy half the time)."""
     if hasattr(os, "sched_getaffinity"):
-        return max(1, len(os.sched_getaffinity(0)))
-    return max(1, os.cpu_count() or 1)  # pragma: no cover - macOS, Windows
+        cores = max(1, len(os.sched_getaffinity(0)))
+    else:  # pragma: no cover - macOS, Windows
+        cores = max(1, os.cpu_count() or 1)
+    quota = cgroup_quota()
+    if quota is not None:
+        import math
+
+        cores = min(cores, max(1, math.ceil(quota)))
+    return cores
+
+
+_cores = allowed_cpus
 
 
 def default_cpus(since: CpuSample | None = None) -> int:

@@ -98,7 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--cache-dir",
         metavar="DIR",
         help="where the result cache lives (default: $TE_MICROBATCH_LINT_CACHE_DIR, else "
-        "te-microbatch-lint in $XDG_CACHE_HOME or ~/.cache)",
+        "te-microbatch-lint in the user's cache directory: $XDG_CACHE_HOME or ~/.cache on Linux)",
     )
     common.add_argument(
         "--force-exclude",
