@@ -81,8 +81,11 @@ def readme_block() -> str:
     return f"{README_BEGIN}\n| code | what | fix |\n|---|---|---|\n{rows}\n{README_END}"
 
 
-def _cell(value: object) -> str:
-    if isinstance(value, tuple):
+def _cell(value: object, table: bool = False) -> str:
+    if table:  # `{glob = [codes]}`, held as pairs
+        assert isinstance(value, tuple)
+        value = "{" + ", ".join(f'"{k}" = {_cell(v)[1:-1]}' for k, v in value) + "}"
+    elif isinstance(value, tuple):
         value = "[" + ", ".join(f'"{v}"' for v in value) + "]"
     elif isinstance(value, bool):
         value = str(value).lower()
@@ -91,16 +94,35 @@ def _cell(value: object) -> str:
     return f"`{value}`"
 
 
+def command_line_flags() -> set[str]:
+    """Every option string of ``te-microbatch-lint check`` and ``fix``."""
+    import argparse
+
+    from lint_rules.cli.options import build_parser
+
+    flags: set[str] = set()
+    parser = build_parser()
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for command in ("check", "fix"):
+                for sub in action.choices[command]._actions:
+                    flags.update(sub.option_strings)
+    return flags
+
+
 def options_block() -> str:
     """The generated table of docs/config.md, markers included."""
     from lint_rules.settings import OPTIONS
 
+    flags = command_line_flags()
     rows = []
     for o in OPTIONS:
         flake8 = f"`{o.flake8_name}`" if o.flake8 else "-"
         aliases = ", ".join(f"`{a}`" for a in o.aliases) or "-"
+        flag = f"`{o.flag}`" if o.flag in flags else "-"
+        default = _cell(o.default, table=o.example.startswith("{"))
         rows.append(
-            f"| `{o.key}` | `{o.flag}` | {flake8} | {_cell(o.default)} | "
+            f"| `{o.key}` | {flag} | {flake8} | {default} | "
             f"`{o.key} = {o.example}` | {aliases} | {o.help} |"
         )
     header = (

@@ -332,7 +332,8 @@ OPTIONS: tuple[Option, ...] = (
         "extend-per-file-ignores",
         _per_file,
         (),
-        "More `per-file-ignores`, added to those (of this file or of the file it extends).",
+        "More `per-file-ignores`, added to those of `per-file-ignores` (also when they come "
+        "from a file this one extends).",
         '{ "scripts/*" = ["TEM004"] }',
     ),
     Option(
