@@ -1,10 +1,11 @@
 """``# noqa`` handling identical to flake8's, so that every face suppresses the same findings.
 
-The regular expressions are flake8's own (``flake8.defaults``, read from the installed flake8),
-and the matching rules follow flake8's (``violation.py`` and ``processor.py`` of flake8 7.x): a ``# noqa`` comment applies to the
-physical line a finding is reported on, or to the whole range of a multi-line token (a
-triple-quoted string, a backslash continuation) that contains it; ``# noqa: CODES`` matches a
-code exactly or as a prefix; a line matching ``# flake8: noqa`` silences the whole file.
+The regular expressions are flake8's own (``flake8.defaults``, read from the installed
+flake8), and the matching rules follow flake8's (``violation.py`` and ``processor.py`` of
+flake8 7.x): a ``# noqa`` comment applies to the physical line a finding is reported on, or
+to the whole range of a multi-line token (a triple-quoted string, a backslash continuation)
+that contains it; ``# noqa: CODES`` matches a code exactly or as a prefix; a line matching
+``# flake8: noqa`` silences the whole file.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from lint_rules.findings import Finding, split_lines
-
 
 
 def _flake8_defaults() -> Any:

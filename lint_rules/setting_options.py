@@ -146,7 +146,7 @@ def _per_file(key: str, value: object) -> tuple[tuple[str, tuple[str, ...]], ...
     ):
         value = dict(value)
     if not isinstance(value, dict):
-        raise SettingsError(f'{key} must be a table of glob = [codes], not {value!r}')
+        raise SettingsError(f"{key} must be a table of glob = [codes], not {value!r}")
     pairs = []
     for glob, codes in value.items():
         if not isinstance(glob, str) or not glob.strip() or glob.strip() == "!":

@@ -71,7 +71,8 @@ def test_the_one_line_form_is_bounded() -> None:
     assert "`te-microbatch-lint explain pkg/layer.py:20`" in line and "\n" not in line
     tiny = tuple(Evidence(f"s{n}", n + 1) for n in range(12))
     short = "a.py:20:5: " + flake8_message(finding(*tiny), "a.py")
-    assert short.endswith("(s0 (:1); s1 (:2); s2 (:3); +9 more: `te-microbatch-lint explain a.py:20`)")
+    tail = "(s0 (:1); s1 (:2); s2 (:3); +9 more: `te-microbatch-lint explain a.py:20`)"
+    assert short.endswith(tail)
     assert len(short) <= LINE_LIMIT
     assert len(format_text(reported(*LIFE), concise=True).rstrip("\n")) <= LINE_LIMIT
 

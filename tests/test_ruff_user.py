@@ -148,11 +148,16 @@ extend-per-file-ignores = { "!pkg/sub/*" = ["TEM0"] }"""
 
 def test_per_file_ignores_in_the_command(tree: Path) -> None:
     configure(tree, 'per-file-ignores = { "pkg/model.py" = ["TEM004"] }')
-    codes = [line.split()[1] for line in check(tree, "--format", "concise", "pkg").stdout.splitlines()]
+    codes = [
+        line.split()[1] for line in check(tree, "--format", "concise", "pkg").stdout.splitlines()
+    ]
     assert codes == ["TEM001"] * 3  # pkg/model.py's TEM004 left out
     # `extend-` adds; `!glob` is every file the glob does not match; a name matches anywhere
-    configure(tree, 'per-file-ignores = { "model.py" = ["TEM004"] }\n'
-              'extend-per-file-ignores = { "!pkg/sub/*" = ["TEM001"] }')
+    configure(
+        tree,
+        'per-file-ignores = { "model.py" = ["TEM004"] }\n'
+        'extend-per-file-ignores = { "!pkg/sub/*" = ["TEM001"] }',
+    )
     left = check(tree, "--format", "concise", "pkg").stdout.splitlines()
     assert len(left) == 2 and all(line.startswith("pkg/sub/unresolved.py:") for line in left)
     # globs are relative to the configuration's directory, whatever the current one
@@ -164,14 +169,29 @@ def test_per_file_ignores_in_flake8_and_the_codemod(tree: Path) -> None:
     configure(tree, 'per-file-ignores = { "pkg/*" = ["TEM001"] }')
     flake8 = subprocess.run(
         [sys.executable, "-m", "flake8", "--select", "TEM", "pkg/model.py"],
-        cwd=tree, capture_output=True, text=True, timeout=120,
+        cwd=tree,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert flake8.stdout and "TEM001" not in flake8.stdout and "TEM004" in flake8.stdout
     before = (tree / "pkg" / "model.py").read_text(encoding="utf-8")
     subprocess.run(
-        [sys.executable, "-m", "libcst.tool", "codemod", "-x",
-         "te_microbatch_lint.codemod.TEMicrobatchCodemod", "--no-format", "pkg/model.py"],
-        cwd=tree, capture_output=True, text=True, timeout=120, check=True,
+        [
+            sys.executable,
+            "-m",
+            "libcst.tool",
+            "codemod",
+            "-x",
+            "te_microbatch_lint.codemod.TEMicrobatchCodemod",
+            "--no-format",
+            "pkg/model.py",
+        ],
+        cwd=tree,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
     )
     assert (tree / "pkg" / "model.py").read_text(encoding="utf-8") == before  # TEM001 not fixed
     fix = run_in_process(["fix", "--diff", "pkg"], tree)
@@ -196,7 +216,9 @@ def test_a_clean_run_says_so_as_ruff_does(tree: Path) -> None:
     assert json.loads(check(tree, "--format", "json", "pkg/clean.py").stdout) == []
 
 
-@pytest.mark.parametrize(("flag", "hint"), [("--diff", "fix --diff"), ("--unsafe-fixes", "fix --unsafe-fixes")])
+@pytest.mark.parametrize(
+    ("flag", "hint"), [("--diff", "fix --diff"), ("--unsafe-fixes", "fix --unsafe-fixes")]
+)
 def test_fix_flags_given_to_check_point_to_fix(tree: Path, flag: str, hint: str) -> None:
     done = check(tree, flag, "pkg")
     assert done.returncode == 2 and f"`te-microbatch-lint {hint} PATH`" in done.stderr
@@ -220,7 +242,10 @@ def test_a_config_file_without_our_table_warns(tree: Path) -> None:
 def test_flake8_lines_stay_short_and_point_to_explain() -> None:
     done = subprocess.run(
         [sys.executable, "-m", "flake8", "--select", "TEM", "examples"],
-        cwd=PROJECT, capture_output=True, text=True, timeout=120,
+        cwd=PROJECT,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     lines = done.stdout.splitlines()
     assert len(lines) == 4 and all(len(line) <= 170 for line in lines), lines
@@ -268,23 +293,35 @@ def _cgroup(tmp_path: Path, files: dict[str, str], own: str) -> tuple[str, str]:
     ("files", "own", "quota"),
     [
         pytest.param(
-            {"cgroup.controllers": "cpu", "cpu.max": "max 100000",
-             "ci/job/cpu.max": "150000 100000"},
-            "0::/ci/job\n", 1.5, id="v2-quota",
+            {
+                "cgroup.controllers": "cpu",
+                "cpu.max": "max 100000",
+                "ci/job/cpu.max": "150000 100000",
+            },
+            "0::/ci/job\n",
+            1.5,
+            id="v2-quota",
         ),
         pytest.param(
             {"cgroup.controllers": "cpu", "cpu.max": "200000 100000", "ci/cpu.max": "max 100000"},
-            "0::/ci\n", 2.0, id="v2-quota-above",
+            "0::/ci\n",
+            2.0,
+            id="v2-quota-above",
         ),
-        pytest.param({"cgroup.controllers": "cpu", "cpu.max": "max 100000"}, "0::/\n", None,
-                     id="v2-none"),
+        pytest.param(
+            {"cgroup.controllers": "cpu", "cpu.max": "max 100000"}, "0::/\n", None, id="v2-none"
+        ),
         pytest.param(
             {"cpu,cpuacct/cpu.cfs_quota_us": "300000", "cpu,cpuacct/cpu.cfs_period_us": "100000"},
-            "2:cpu,cpuacct:/\n0::/\n", 3.0, id="v1-quota",
+            "2:cpu,cpuacct:/\n0::/\n",
+            3.0,
+            id="v1-quota",
         ),
         pytest.param(
             {"cpu/cpu.cfs_quota_us": "-1", "cpu/cpu.cfs_period_us": "100000"},
-            "1:cpu:/\n", None, id="v1-none",
+            "1:cpu:/\n",
+            None,
+            id="v1-none",
         ),
         pytest.param({}, "", None, id="no-cgroup"),
     ],

@@ -8,9 +8,9 @@ code hash covers the size and mtime of every module of ``lint_rules``, so an edi
 linter never reads old results. Paths are not part of the key: a moved or copied file hits too.
 Entries not used for 30 days are dropped when the file is written. The directory is
 ``--cache-dir``, else ``$TE_MICROBATCH_LINT_CACHE_DIR``, else ``te-microbatch-lint`` in the
-user's cache directory (``platformdirs``: ``$XDG_CACHE_HOME`` or ``~/.cache`` on Linux), so nothing is written into the
-project; it holds a ``CACHEDIR.TAG``. ``--no-cache`` turns it off. A cache that cannot be read
-or written is ignored (the run is just not faster).
+user's cache directory (``platformdirs``: ``$XDG_CACHE_HOME`` or ``~/.cache`` on Linux), so
+nothing is written into the project; it holds a ``CACHEDIR.TAG``. ``--no-cache`` turns it off.
+A cache that cannot be read or written is ignored (the run is just not faster).
 """
 
 from __future__ import annotations

@@ -39,7 +39,9 @@ def _text(f: Reported) -> str:
     return rest if code == f.code else f.message
 
 
-def format_grouped(findings: Sequence[Reported], problems: Sequence[Problem], applies: FixApplies) -> str:
+def format_grouped(
+    findings: Sequence[Reported], problems: Sequence[Problem], applies: FixApplies
+) -> str:
     by_file: dict[str, list[Reported]] = {}
     for f in findings:
         by_file.setdefault(f.path, []).append(f)
@@ -96,7 +98,7 @@ def format_junit(findings: Sequence[Reported], problems: Sequence[Problem]) -> s
     total = len(findings) + len(problems)
     out = ['<?xml version="1.0" encoding="UTF-8"?>\n']
     out.append(
-        f"<testsuites name={_attr(PROG)} tests=\"{max(total, 1)}\" skipped=\"0\" "
+        f'<testsuites name={_attr(PROG)} tests="{max(total, 1)}" skipped="0" '
         f'failures="{len(findings)}" errors="{len(problems)}">\n'
     )
     if not total:

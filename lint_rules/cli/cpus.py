@@ -88,9 +88,10 @@ def cgroup_quota(root: str = CGROUP_ROOT, proc_cgroup: str = PROC_CGROUP) -> flo
     or None when none is set: cgroup v2's ``cpu.max`` (``QUOTA PERIOD`` or ``max PERIOD``), else
     v1's ``cpu.cfs_quota_us / cpu.cfs_period_us`` (``-1``: none)."""
     own = _read(proc_cgroup) or ""
-    v2, v1 = None, None
-    for line in own.splitlines():
-        number, _, rest = line.partition(":")
+    v2: str | None = None
+    v1: tuple[str, str] | None = None
+    for entry in own.splitlines():
+        number, _, rest = entry.partition(":")
         controllers, _, path = rest.partition(":")
         if number == "0" and controllers == "":
             v2 = path
@@ -100,9 +101,9 @@ def cgroup_quota(root: str = CGROUP_ROOT, proc_cgroup: str = PROC_CGROUP) -> flo
     if v2 is not None and os.path.exists(os.path.join(root, "cgroup.controllers")):
         folder = os.path.join(root, v2.lstrip("/"))
         while True:
-            line = _read(os.path.join(folder, "cpu.max"))
-            if line:
-                quota, _, period = line.partition(" ")
+            text = _read(os.path.join(folder, "cpu.max"))
+            if text:
+                quota, _, period = text.partition(" ")
                 limits.append(_ratio(quota, period or "100000"))
             if os.path.normpath(folder) == os.path.normpath(root):
                 break
