@@ -56,7 +56,8 @@ def _usage_error(message: str) -> NoReturn:
 
 
 class TEMicrobatchCodemod(VisitorBasedCodemodCommand):
-    """Apply te-microbatch-lint's fixes (TEM001/2/3/5) to each module libcst's runner hands us."""
+    """Apply te-microbatch-lint's fixes (each rule's that has one) to each module libcst's runner
+    hands us."""
 
     DESCRIPTION = (
         "Rewrite untracked `is_first_microbatch` values passed to Transformer Engine modules "

@@ -4,8 +4,8 @@
 ``te-microbatch-lint rule CODE`` / ``rule --all`` print ``explain``. The generated blocks of
 ``docs/rules.md`` (between ``<!-- BEGIN GENERATED -->`` and ``<!-- END GENERATED -->``) and of
 ``docs/config.md`` (``<!-- BEGIN GENERATED OPTIONS -->`` ... ``<!-- END GENERATED OPTIONS -->``)
-are ``rules_block()`` and ``options_block()``, and README.md's rules table is
-``readme_block()``; a test keeps them equal. Regenerate them with
+are ``rules_block()`` and ``options_block()``, and README.md's rules table and test tiers are
+``readme_block()`` and ``tiers_block()``; a test keeps them equal. Regenerate them with
 ``python -m lint_rules.docgen --write`` (``--check`` only compares).
 """
 
@@ -24,7 +24,19 @@ OPTIONS_BEGIN = "<!-- BEGIN GENERATED OPTIONS -->"
 OPTIONS_END = "<!-- END GENERATED OPTIONS -->"
 README_BEGIN = "<!-- BEGIN GENERATED RULES TABLE -->"
 README_END = "<!-- END GENERATED RULES TABLE -->"
-TARGETS = {"docs/rules.md": "rules", "docs/config.md": "options", "README.md": "readme"}
+TIERS_BEGIN = "<!-- BEGIN GENERATED TIERS -->"
+TIERS_END = "<!-- END GENERATED TIERS -->"
+TARGETS = {"docs/rules.md": "rules", "docs/config.md": "options", "README.md": "readme,tiers"}
+"""Each file with generated blocks, and their kinds (comma-separated)."""
+
+TIERS_COST = "CPU on 2 cores"
+TIERS = (
+    ('python -m pytest -m "not slow"', "the quick tier, while you work", "about 70 s"),
+    ("python -m pytest", "all but the `long` tier", "about 130 s"),
+    ("python -m pytest --long", "every test, as CI runs them", "about 340 s"),
+)
+"""README's test tiers: (command, what it runs, what it costs). Measured figures go here, with
+the machine's load in ``TIERS_COST`` (``cat /proc/loadavg``), then ``--write``."""
 
 FIX_WORDS = {
     "safe": "safe for a resolved TE module (see the fix paragraph for the exceptions)",
@@ -81,6 +93,13 @@ def readme_block() -> str:
     return f"{README_BEGIN}\n| code | what | fix |\n|---|---|---|\n{rows}\n{README_END}"
 
 
+def tiers_block() -> str:
+    """README.md's table of test tiers, markers included."""
+    rows = "\n".join(f"| `{command}` | {runs} | {cost} |" for command, runs, cost in TIERS)
+    header = f"| command | runs | {TIERS_COST} |\n|---|---|---:|"
+    return f"{TIERS_BEGIN}\n{header}\n{rows}\n{TIERS_END}"
+
+
 def _cell(value: object, table: bool = False) -> str:
     if table:  # `{glob = [codes]}`, held as pairs
         assert isinstance(value, tuple)
@@ -133,11 +152,17 @@ def options_block() -> str:
 
 
 def replace_block(text: str, kind: str) -> str:
-    """``text`` with its generated block of ``kind`` (rules, options) replaced."""
+    """``text`` with its generated blocks of ``kind`` (rules, options, readme, tiers; several
+    separated by commas) replaced."""
+    if "," in kind:
+        for one in kind.split(","):
+            text = replace_block(text, one)
+        return text
     begin, end, block = {
         "rules": (BEGIN, END, rules_block),
         "options": (OPTIONS_BEGIN, OPTIONS_END, options_block),
         "readme": (README_BEGIN, README_END, readme_block),
+        "tiers": (TIERS_BEGIN, TIERS_END, tiers_block),
     }[kind]
     start, stop = text.find(begin), text.find(end)
     if start < 0 or stop < start:

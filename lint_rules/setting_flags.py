@@ -47,6 +47,14 @@ _FLAGS: tuple[tuple[str, str | None, str], ...] = (
     ),
     ("guard-import", "DOTTED.NAME", "GUARD for the guard strategy, imported once per file"),
     ("guard-config", "EXPR", "CONFIG for the guard strategy (default: self.config)"),
+    (
+        "per-file-ignores",
+        "GLOB:CODES",
+        "leave CODES out of the files GLOB matches (space-separated pairs, flake8's spelling); "
+        "replaces the configured per-file-ignores",
+    ),
+    ("extend-per-file-ignores", "GLOB:CODES", "like --per-file-ignores, added to them"),
+    ("docs-url", "URL", "where docs/rules.md is shown: JSON `url` and SARIF `helpUri` link there"),
 )
 """The settings the CLI and the libcst runner also take as flags: (key, metavar, help)."""
 

@@ -140,7 +140,16 @@ def _guard_config(key: str, value: object) -> str:
 
 def _per_file(key: str, value: object) -> tuple[tuple[str, tuple[str, ...]], ...]:
     """``{glob = [codes]}`` (ruff's and flake8's ``per-file-ignores``) as ``((glob, codes), ...)``;
-    an already checked value (those pairs) is taken as it is."""
+    an already checked value (those pairs) is taken as it is; on the command line, flake8's
+    spelling: ``GLOB:CODES`` pairs separated by spaces (``"tests/*:TEM005,TEM001 x.py:TEM"``)."""
+    if isinstance(value, str):
+        table: dict[str, str] = {}
+        for pair in value.split():
+            glob, colon, codes = pair.rpartition(":")
+            if not colon or not glob:
+                raise SettingsError(f"{key} takes GLOB:CODES pairs, not {pair!r}")
+            table[glob] = codes
+        value = table
     if isinstance(value, (tuple, list)) and all(
         isinstance(pair, (tuple, list)) and len(pair) == 2 for pair in value
     ):

@@ -205,8 +205,8 @@ def build_parser() -> argparse.ArgumentParser:
         "fix",
         parents=[common],
         help="rewrite fixable findings in place",
-        description="Apply the safe fixes of TEM001/2/3/5 in place (atomic writes; files with "
-        "nothing to fix are not touched; each file is named as it is written). Exit 0: no "
+        description=f"Apply the safe fixes of {fixable_codes()} in place (atomic writes; files "
+        "with nothing to fix are not touched; each file is named as it is written). Exit 0: no "
         "finding left, 1: findings remain (or, with --check/--diff, something would change), "
         "2: usage error or a file that could not be read, parsed or written.",
     )
@@ -234,6 +234,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     explain.add_argument("place", metavar="PATH:LINE", help="a file and a line of it")
     return parser
+
+
+def fixable_codes() -> str:
+    """The codes whose rule has a fix, from the rule table (``TEM001, TEM002 and TEM003``)."""
+    from lint_rules.rules import RULES
+
+    codes = [code for code, rule in RULES.items() if rule.fix != "none"]
+    return ", ".join(codes[:-1]) + " and " + codes[-1] if len(codes) > 1 else "".join(codes)
 
 
 def _selection_flags(parser: argparse.ArgumentParser, verb: str) -> None:
@@ -304,6 +312,9 @@ def configure(args: argparse.Namespace) -> Configuration:
         fix_strategy=args.fix_strategy,
         guard_import=args.guard_import,
         guard_config=args.guard_config,
+        per_file_ignores=args.per_file_ignores,
+        extend_per_file_ignores=args.extend_per_file_ignores,
+        docs_url=args.docs_url,
         select=getattr(args, "select", None),
         extend_select=getattr(args, "extend_select", None),
         ignore=getattr(args, "ignore", None),
