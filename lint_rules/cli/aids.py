@@ -20,6 +20,8 @@ EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 def _toml(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, tuple) and value and all(isinstance(v, tuple) for v in value):
+        return "{" + ", ".join(f'"{glob}" = {_toml(codes)}' for glob, codes in value) + "}"
     if isinstance(value, (tuple, list, frozenset)):
         items = sorted(value) if isinstance(value, frozenset) else value
         return "[" + ", ".join(f'"{item}"' for item in items) + "]"
@@ -36,9 +38,13 @@ def show_settings(config: Configuration, path: str) -> int:
     for option in OPTIONS:
         value = getattr(settings, option.field)
         where = sources.get(option.field, "default")
-        print(f"{option.key} = {_toml(value)}  # {where}")
+        shown = "{}" if option.key.endswith("per-file-ignores") and not value else _toml(value)
+        print(f"{option.key} = {shown}  # {where}")
     reported = [code for code in RULES if settings.reports(code)]
-    print(f"reported = {_toml(reported)}  # select, extend-select, ignore, extend-ignore")
+    print(
+        f"reported = {_toml(reported)}  # select, extend-select, ignore, extend-ignore"
+        + (", per-file-ignores" if settings.file_ignored else "")
+    )
     return EXIT_CLEAN
 
 
