@@ -198,6 +198,17 @@ def test_per_file_ignores_in_flake8_and_the_codemod(tree: Path) -> None:
     assert fix.stdout == ""
 
 
+def test_per_file_ignores_as_flags_and_in_show_settings(tree: Path) -> None:
+    done = check(
+        tree, "--format", "concise", "--per-file-ignores", "pkg/sub/*:TEM model.py:TEM004", "pkg"
+    )
+    assert [line.split()[1] for line in done.stdout.splitlines()] == ["TEM001"]
+    configure(tree, 'per-file-ignores = { "pkg/*" = ["TEM001"] }')
+    shown = run_in_process(["check", "--show-settings", "pkg/model.py"], tree).stdout
+    assert 'per-file-ignores = {"pkg/*" = ["TEM001"]}' in shown
+    assert 'reported = ["TEM002", "TEM003", "TEM004", "TEM005"]' in shown
+
+
 def test_a_bad_per_file_ignores_is_one_line(tree: Path) -> None:
     configure(tree, 'per-file-ignores = { "pkg/*" = ["TEM999"] }')
     done = check(tree, "pkg")
