@@ -166,7 +166,8 @@ def build_parser() -> argparse.ArgumentParser:
         default="text",
         help="how findings are printed (`--output-format` as in ruff): text (= full: each "
         "finding and its evidence as `note:` lines), concise (one line per finding, as flake8 "
-        "prints it), json, sarif, github",
+        "prints it); as ruff writes them: grouped, pylint, json, json-lines, junit, gitlab, "
+        "github, sarif",
     )
     check.add_argument(
         "--exit-zero",
