@@ -341,8 +341,8 @@ OPTIONS: tuple[Option, ...] = (
         "extend-per-file-ignores",
         _per_file,
         (),
-        "More `per-file-ignores`, added to those of `per-file-ignores` (also when they come "
-        "from a file this one extends).",
+        "More `per-file-ignores`, added to them; those of the files this one extends, of this "
+        "file and of the command line add up.",
         '{ "scripts/*" = ["TEM004"] }',
     ),
     Option(

@@ -189,6 +189,14 @@ def _flag_values(overrides: dict[str, Any]) -> dict[str, Any]:
     return values
 
 
+def _extend_per_file(values: dict[str, Any], layer: dict[str, Any]) -> None:
+    """``extend-per-file-ignores`` adds up over the layers (as in ruff), where every other key's
+    last layer wins."""
+    if "extend_per_file_ignores" in layer and "extend_per_file_ignores" in values:
+        merged = (*values["extend_per_file_ignores"], *layer["extend_per_file_ignores"])
+        layer["extend_per_file_ignores"] = merged
+
+
 def load_settings(pyproject: Path | None, overrides: dict[str, Any] | None = None) -> Settings:
     """Settings from ``[tool.te-microbatch-lint]`` of ``pyproject``, then ``overrides``.
 
@@ -205,11 +213,13 @@ def load_settings(pyproject: Path | None, overrides: dict[str, Any] | None = Non
         for path, table in extend_chain(pyproject, _read_table, SettingsError):
             layer = _file_values(path, table)
             layers.append(Layer.of(str(path), layer))
+            _extend_per_file(values, layer)
             values.update(layer)
             sources.update(dict.fromkeys(layer, str(path)))
         config_file = str(Path(os.path.abspath(pyproject)))
     flags = _flag_values(overrides or {})
     layers.append(Layer.of("command line", flags))
+    _extend_per_file(values, flags)
     values.update(flags)
     sources.update(dict.fromkeys(flags, "command line"))
     guards = values.pop("guard_functions", ())

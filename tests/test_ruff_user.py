@@ -165,6 +165,17 @@ def test_per_file_ignores_in_the_command(tree: Path) -> None:
     assert (done.returncode, done.stdout) == (0, "All checks passed!\n")
 
 
+def test_extend_per_file_ignores_add_up_through_extend_and_flags(tree: Path) -> None:
+    (tree / "base.toml").write_text(
+        '[tool.te-microbatch-lint]\nextend-per-file-ignores = { "model.py" = ["TEM004"] }\n'
+    )
+    configure(tree, 'extend = "base.toml"\nextend-per-file-ignores = { "unresolved.py" = ["TEM"] }')
+    lines = check(tree, "--format", "concise", "pkg").stdout.splitlines()
+    assert [line.split()[1] for line in lines] == ["TEM001"]  # pkg/model.py's
+    flag = check(tree, "--format", "concise", "--extend-per-file-ignores", "pkg/*:TEM001", "pkg")
+    assert flag.stdout == "All checks passed!\n"
+
+
 def test_per_file_ignores_in_flake8_and_the_codemod(tree: Path) -> None:
     configure(tree, 'per-file-ignores = { "pkg/*" = ["TEM001"] }')
     flake8 = subprocess.run(
