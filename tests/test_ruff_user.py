@@ -107,6 +107,16 @@ def test_junit_has_a_failed_testcase_per_finding(tree: Path) -> None:
     assert clean.find("testsuite/testcase").get("name") == "No errors found"  # type: ignore
 
 
+def test_a_file_that_cannot_be_parsed_is_an_error_in_junit_and_gitlab(tree: Path) -> None:
+    (tree / "pkg" / "broken.py").write_text("def f(:\n    is_first_microbatch\n")
+    junit = check(tree, "--format", "junit", "pkg/broken.py")
+    root = ElementTree.fromstring(junit.stdout)
+    assert junit.returncode == 2 and root.get("errors") == "1"
+    assert root.find("testsuite/testcase/error") is not None
+    (row,) = json.loads(check(tree, "--format", "gitlab", "pkg/broken.py").stdout)
+    assert row["check_name"] == "error" and row["location"]["path"] == "pkg/broken.py"
+
+
 def test_json_lines_is_one_json_row_per_line(tree: Path) -> None:
     lines = check(tree, "--format", "json-lines", "pkg").stdout.splitlines()
     rows = [json.loads(line) for line in lines]
