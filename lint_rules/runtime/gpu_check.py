@@ -74,9 +74,14 @@ def _label(check: Check, backend: Backend) -> tuple[str, str]:
 
 def _unavailable(check: Check, backend: Backend) -> str | None:
     """Why ``check`` cannot run on ``backend`` (its FP8 recipe, or the backend itself)."""
-    if check.recipe is not None:  # check.fp8
-        return backend.fp8_unavailable(check.recipe)
-    return backend.unavailable()
+    reason = (
+        backend.fp8_unavailable(check.recipe)
+        if check.recipe is not None  # check.fp8
+        else backend.unavailable()
+    )
+    if reason is None and check.since is not None:
+        reason = backend.too_old(check.since[0], check.since[1])
+    return reason
 
 
 def judge(

@@ -22,6 +22,8 @@ TE_UNSUPPORTED = (
     "TE documents a module called more than once inside one autocast region as unsupported "
     "with DelayedScaling (reduce_amax=True): kept, labelled; its TE outcome is informative"
 )
+OVERWRITE_MAIN_GRAD = ("2.9", "weight.overwrite_main_grad (FSDP grad fusion, TE PR #2191)")
+"""The release gate of the checks that set ``overwrite_main_grad``: an older TE ignores it."""
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,7 @@ class Check:
     recipe: str | None = None  # the FP8 recipe, None for no FP8
     config: str = FP32
     te_note: str | None = None  # set where TE documents the case as unsupported
+    since: tuple[str, str] | None = None  # (TE release, what): skipped on an older TE
 
     @property
     def fp8(self) -> bool:
@@ -56,7 +59,9 @@ def checks() -> list[Check]:
         for case_id, case in sc.ACCUMULATION_CASES.items():
             for kind in sc.KINDS:
                 run = partial(sc.accumulation, kind=kind, case_id=case_id, dtype=dtype)
-                out.append(Check(f"accumulation {case_id}", kind, run, case.expect, None, config))
+                since = OVERWRITE_MAIN_GRAD if case.overwrite_attr else None
+                name = f"accumulation {case_id}"
+                out.append(Check(name, kind, run, case.expect, None, config, since=since))
     for recipe in sc.RECIPES:
         for policy in sc.FP8_POLICIES:
             for resume_at, steps in ((None, 3), (2, 4)):
@@ -148,6 +153,7 @@ def megatron_checks(ms: types.ModuleType) -> list[Check]:
             "lost",
             None,
             BF16,
+            since=OVERWRITE_MAIN_GRAD,
         ),
         Check(
             "fsdp overwrite_main_grad, fusion off",

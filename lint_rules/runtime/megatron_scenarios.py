@@ -21,6 +21,7 @@ import torch.nn.functional as F
 from lint_rules.runtime import tolerances as tol
 from lint_rules.runtime.backends import Backend
 from lint_rules.runtime.megatron_shape import build_megatron_training
+from lint_rules.runtime.own_state import load_own_state
 from lint_rules.runtime.scenarios import Outcome, all_same, classify, combine
 
 WEIGHTS = ("mtp.layers.0.linear_fc1.weight", "mtp.layers.0.linear_fc2.weight")
@@ -94,7 +95,7 @@ def megatron_oracle(
     for step in range(1, steps + 1):
         if resume_at is not None and step == resume_at + 1:
             fresh = build(backend, variant, fp8)
-            fresh.model.load_state_dict(training.model.state_dict())
+            load_own_state(fresh.model, training.model.state_dict())
             fresh.optimizer.load_state_dict(training.optimizer.state_dict())
             training = fresh
         batch = training.batch(step)
@@ -135,7 +136,7 @@ def megatron_monitor(
     for step in range(1, resume_at + 1):
         first.train_step(first.batch(step))
     training = build(backend, variant, fp8)
-    training.model.load_state_dict(first.model.state_dict())
+    load_own_state(training.model, first.model.state_dict())
     training.optimizer.load_state_dict(first.optimizer.state_dict())
     found: list[Any] = []
     with MicrobatchMonitor(

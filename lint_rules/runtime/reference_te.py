@@ -63,6 +63,7 @@ from lint_rules.runtime.reference_fp8 import (
     Float8CurrentScaling,
     Format,
     active_format,
+    active_recipe,
     autocast,
     fp8_autocast,
     is_fp8_available,
@@ -71,6 +72,7 @@ from lint_rules.runtime.reference_fp8 import (
     quantize,
     quantize_grad,
 )
+from lint_rules.runtime.reference_state import ExtraState, honours_overwrite_main_grad
 
 __all__ = [
     "FP8_DTYPE",
@@ -186,6 +188,7 @@ def _write_main_grad(
         )
     a = g2.t().to(main_grad.dtype)
     b = x2.to(main_grad.dtype)
+    overwrite_main_grad = overwrite_main_grad and honours_overwrite_main_grad()  # TE >= 2.9
     if wgrad_accumulates(True, is_first_microbatch, overwrite_main_grad):
         main_grad.addmm_(a, b)  # GEMM with beta = 1
     else:
@@ -239,8 +242,9 @@ class _Factory(TypedDict):
     device: torch.device | str
 
 
-class _FusedWgradBase(torch.nn.Module):
-    """Parameter creation, the FP8 workspaces and the GEMM shared by the reference modules."""
+class _FusedWgradBase(ExtraState):
+    """Parameter creation, the FP8 workspaces, the GEMM and the saved FP8 state
+    (:class:`~lint_rules.runtime.reference_state.ExtraState`) of the reference modules."""
 
     def __init__(
         self,
@@ -273,6 +277,7 @@ class _FusedWgradBase(torch.nn.Module):
         self, name: str, weight: torch.Tensor, is_first_microbatch: bool | None
     ) -> torch.Tensor:
         """The weight the GEMM uses: itself, or under FP8 the quantized workspace TE would use."""
+        self._note_forward(is_fp8_enabled(), active_recipe())
         if not is_fp8_enabled():
             return weight.detach()
         planted = mutation()
