@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from functools import partial
 
 from lint_rules.runtime.backends import Backend
-from lint_rules.runtime.gpu_legs import RESUME_AT, LegConfig
+from lint_rules.runtime.gpu_legs import AA, RESUME_AT, LegConfig
 
 FP32 = "fp32"
 BF16 = "bf16 params+activations, fp32 main_grad"
@@ -52,9 +52,11 @@ def checks() -> list[Check]:
     """Every in-process scenario, per module kind and configuration."""
     from lint_rules.runtime import fixture_scenarios as fs
     from lint_rules.runtime import megatron_scenarios as ms
+    from lint_rules.runtime import precision
     from lint_rules.runtime import scenarios as sc
 
-    out: list[Check] = []
+    # first: whether fp32 is fp32 here (TF32 off), which every fp32 tolerance assumes
+    out: list[Check] = [Check(precision.NAME, "Linear", precision.fp32_gemm, "fp32")]
     for dtype, config in (("fp32", FP32), ("bf16", BF16)):
         for case_id, case in sc.ACCUMULATION_CASES.items():
             for kind in sc.KINDS:
@@ -183,15 +185,37 @@ def leg_configs() -> list[LegConfig]:
     small = {"hidden_size": 256, "ffn_hidden_size": 256, "micro_batch_size": 16}
     fp8 = {"fp8": "hybrid", "fp8_recipe": "tensorwise", "num_microbatches": 1}
     shared_fp8 = {"fp8": "hybrid", "hidden_size": 32, "micro_batch_size": 16}
+    unfused = {**small, "fuse_wgrad_accumulation": False}
     return [
         LegConfig("legs shared-layer unguarded", "shared-layer", "unguarded", {}, DIVERGES),
         LegConfig("legs shared-layer fixed", "shared-layer", "fixed", {}),
         LegConfig("legs shared-layer fixed fp8", "shared-layer", "fixed", shared_fp8),
         LegConfig("legs megatron unguarded", "megatron", "unguarded", small, DIVERGES),
+        # the upstream proof's confirming arm: without fused wgrad the divergence vanishes
+        LegConfig("legs megatron unguarded fusion off", "megatron", "unguarded", unfused),
         LegConfig("legs megatron guarded", "megatron", "guarded", small),
         LegConfig("legs megatron unguarded fp8", "megatron", "unguarded", {**small, **fp8}),
         LegConfig("legs megatron none fp8", "megatron", "none", {**small, **fp8}),
     ]
+
+
+LEG_MODULE = "three-leg resume check"
+AA_MODULE = "A/A: two straight runs"
+
+
+def leg_rows(config: LegConfig) -> list[tuple[str, str, str]]:
+    """(label key, module column, expected label) of a leg configuration's two rows: A vs C,
+    and A vs A' (always ``identical``: else the backend is not deterministic, and no
+    difference between A and C can be told from noise)."""
+    return [
+        (config.name, LEG_MODULE, config.expected),
+        (f"{config.name} {AA}", AA_MODULE, "identical"),
+    ]
+
+
+def plan_size() -> int:
+    """How many rows the plan has (``--list``'s count)."""
+    return len(checks()) + sum(len(leg_rows(c)) for c in leg_configs())
 
 
 def leg_config_text(config: LegConfig) -> str:
