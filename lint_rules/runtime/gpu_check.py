@@ -176,7 +176,9 @@ def run_legs(
             for _, module, expected in leg_rows(config):
                 row = _leg_row(config, module, expected)
                 summary.add("skipped", {**row, "reason": why})
-                print(f"{'skipped':11} {config.name:40} {module:24} {row['config']} {why}", file=out)
+                print(
+                    f"{'skipped':11} {config.name:40} {module:24} {row['config']} {why}", file=out
+                )
         else:
             runnable.append(config)
     if not runnable:

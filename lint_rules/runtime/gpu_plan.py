@@ -120,33 +120,19 @@ def checks() -> list[Check]:
     return out
 
 
+MEGATRON_LAYERS = {
+    "Megatron TELinear in MTP": {},
+    "Megatron TEGroupedLinear in MTP": {"mtp_linear": "grouped"},  # the upstream fix's class
+}
+
+
 def megatron_checks(ms: types.ModuleType) -> list[Check]:
-    """The Megatron-shaped wrapper: oracle, monitor after a resume, the limits of None."""
+    """The Megatron-shaped wrappers (``TELinear``, ``TEGroupedLinear``): oracle, monitor after
+    a resume, the limits of None."""
     model = "Megatron TELinear in MTP"
     out = []
-    for recipe in (None, "delayed", "current"):
-        note = TE_UNSUPPORTED if recipe == "delayed" else None
-        config = _config(recipe, BF16)
-        for variant in ("unguarded", "guarded", "none"):
-            run = partial(ms.megatron_oracle, variant=variant, fp8=recipe)
-            expected = ms.megatron_expected(variant, recipe)
-            out.append(
-                Check(f"megatron oracle {variant}", model, run, expected, recipe, config, note)
-            )
-    for recipe in (None, "current"):
-        config = _config(recipe, BF16)
-        for variant, plain, fp8 in (
-            ("unguarded", "repeated-call", "repeated-call"),
-            ("guarded", "silent", "repeated-call"),
-            ("none", "silent", "silent"),
-        ):
-            run = partial(ms.megatron_monitor, variant=variant, fp8=recipe)
-            expected = fp8 if recipe else plain
-            out.append(
-                Check(
-                    f"megatron monitor after resume {variant}", model, run, expected, recipe, config
-                )
-            )
+    for layer, extra in MEGATRON_LAYERS.items():
+        out += _megatron_layer_checks(ms, layer, extra)
     out += [
         Check(
             "fsdp overwrite_main_grad, None",
@@ -177,6 +163,32 @@ def megatron_checks(ms: types.ModuleType) -> list[Check]:
     return out
 
 
+def _megatron_layer_checks(ms: types.ModuleType, model: str, extra: dict[str, str]) -> list[Check]:
+    """Oracle (unguarded, guarded, None) and monitor after a resume on one wrapper class."""
+    out = []
+    for recipe in (None, "delayed", "current"):
+        note = TE_UNSUPPORTED if recipe == "delayed" else None
+        config = _config(recipe, BF16)
+        for variant in ("unguarded", "guarded", "none"):
+            run = partial(ms.megatron_oracle, variant=variant, fp8=recipe, **extra)
+            expected = ms.megatron_expected(variant, recipe)
+            out.append(
+                Check(f"megatron oracle {variant}", model, run, expected, recipe, config, note)
+            )
+    for recipe in (None, "current"):
+        config = _config(recipe, BF16)
+        for variant, plain, fp8 in (
+            ("unguarded", "repeated-call", "repeated-call"),
+            ("guarded", "silent", "repeated-call"),
+            ("none", "silent", "silent"),
+        ):
+            run = partial(ms.megatron_monitor, variant=variant, fp8=recipe, **extra)
+            expected = fp8 if recipe else plain
+            name = f"megatron monitor after resume {variant}"
+            out.append(Check(name, model, run, expected, recipe, config))
+    return out
+
+
 DIVERGES = f"diverges at step {RESUME_AT + 1}"
 
 
@@ -186,6 +198,7 @@ def leg_configs() -> list[LegConfig]:
     fp8 = {"fp8": "hybrid", "fp8_recipe": "tensorwise", "num_microbatches": 1}
     shared_fp8 = {"fp8": "hybrid", "hidden_size": 32, "micro_batch_size": 16}
     unfused = {**small, "fuse_wgrad_accumulation": False}
+    grouped = {**small, "mtp_linear": "grouped"}
     return [
         LegConfig("legs shared-layer unguarded", "shared-layer", "unguarded", {}, DIVERGES),
         LegConfig("legs shared-layer fixed", "shared-layer", "fixed", {}),
@@ -195,6 +208,8 @@ def leg_configs() -> list[LegConfig]:
         LegConfig("legs megatron unguarded fusion off", "megatron", "unguarded", unfused),
         LegConfig("legs megatron guarded", "megatron", "guarded", small),
         LegConfig("legs megatron unguarded fp8", "megatron", "unguarded", {**small, **fp8}),
+        LegConfig("legs megatron grouped unguarded", "megatron", "unguarded", grouped, DIVERGES),
+        LegConfig("legs megatron grouped none", "megatron", "none", grouped),
         LegConfig("legs megatron none fp8", "megatron", "none", {**small, **fp8}),
     ]
 

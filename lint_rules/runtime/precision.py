@@ -45,6 +45,8 @@ def gemm_errors(linear: Any, device: str) -> dict[str, float]:
     out = linear(x)
     out.backward(g64.float().to(device))
     weight_grad = linear.weight.grad
+    if x.grad is None or weight_grad is None:
+        raise RuntimeError("the Linear's backward gave no input or weight gradient")
     return {
         "forward": rel(out, x64 @ w64.t()),
         "dgrad": rel(x.grad, g64 @ w64),
