@@ -80,6 +80,10 @@ class ExtraState(torch.nn.Module):
         if fp8:
             self._fp8_recipe = recipe
 
+    def init_fp8_metadata(self, num_gemms: int = 1) -> None:
+        """TE initialises its FP8 metadata here (at forward, and Megatron's ``TEGroupedLinear``
+        before a load); the reference keeps none beyond :meth:`_note_forward`'s."""
+
     def get_extra_state(self) -> torch.Tensor:
         recipe = getattr(self, "_fp8_recipe", None)
         if not getattr(self, "_fp8_checkpoint", False) or recipe is None:

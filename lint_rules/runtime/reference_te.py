@@ -72,6 +72,8 @@ from lint_rules.runtime.reference_fp8 import (
     quantize,
     quantize_grad,
 )
+from lint_rules.runtime.reference_options import after_device as _after_device
+from lint_rules.runtime.reference_options import only_defaults as _only_defaults
 from lint_rules.runtime.reference_state import ExtraState, honours_overwrite_main_grad
 
 __all__ = [
@@ -211,30 +213,6 @@ def _default_init(weight: torch.Tensor) -> None:
     torch.nn.init.normal_(weight, mean=0.0, std=0.023)
 
 
-def _only_defaults(**options: Any) -> None:
-    """Parallelism and overlap options exist for TE's signature; the reference has none."""
-    defaults = {
-        "sequence_parallel": False,
-        "tp_group": None,
-        "tp_size": 1,
-        "get_rng_state_tracker": None,
-        "rng_tracker_name": None,
-        "return_bias": False,
-        "parallel_mode": None,
-        "parameters_split": None,
-        "return_layernorm_output": False,
-        "return_layernorm_output_gathered": False,
-        "zero_centered_gamma": False,
-        "set_parallel_mode": False,
-        "seq_length": None,
-        "micro_batch_size": None,
-        "activation_params": None,
-    }
-    changed = sorted(k for k, v in options.items() if v != defaults.get(k, v))
-    if changed:
-        raise NotImplementedError(f"reference_te does not model {', '.join(changed)}")
-
-
 class _Factory(TypedDict):
     """The keyword arguments every parameter of a reference module is created with."""
 
@@ -347,6 +325,7 @@ class Linear(_FusedWgradBase):
         parallel_mode: str | None = None,
         parameters_split: Any = None,
         device: torch.device | str | None = None,
+        **te_options: Any,
     ) -> None:
         _only_defaults(
             sequence_parallel=sequence_parallel,
@@ -357,6 +336,7 @@ class Linear(_FusedWgradBase):
             return_bias=return_bias,
             parallel_mode=parallel_mode,
             parameters_split=parameters_split,
+            **_after_device(te_options),
         )
         super().__init__(fuse_wgrad_accumulation, params_dtype, device, init_method)
         self.in_features = in_features
@@ -522,6 +502,7 @@ class GroupedLinear(_FusedWgradBase):
         params_dtype: torch.dtype | None = None,
         parallel_mode: str | None = None,
         device: torch.device | str | None = None,
+        **te_options: Any,
     ) -> None:
         _only_defaults(
             sequence_parallel=sequence_parallel,
@@ -531,6 +512,7 @@ class GroupedLinear(_FusedWgradBase):
             rng_tracker_name=rng_tracker_name,
             return_bias=return_bias,
             parallel_mode=parallel_mode,
+            **_after_device(te_options),
         )
         super().__init__(fuse_wgrad_accumulation, params_dtype, device, init_method)
         self.num_gemms = num_gemms
