@@ -32,9 +32,14 @@ outputs and gradients. TE's numbers differ (``DelayedScaling`` scales from an am
 the runtime suite compares outcomes (which gradients survive, which weights a forward used),
 never TE's bits.
 
-Module classes take TE's constructor arguments in TE's order up to ``device`` (parallelism and
-communication options must keep their defaults here) and TE's forward signatures, so the flag
-sits at the same positional index: ``Linear``/``LayerNormLinear``/``LayerNormMLP``
+Saved FP8 state and what changes with TE's release (the refusal of pickled ``DelayedScaling``
+state from 2.18, ``overwrite_main_grad`` from 2.9) are in
+:mod:`lint_rules.runtime.reference_state`.
+
+Module classes take TE's constructor arguments in TE's order up to ``device``, and TE's options
+after it by keyword (parallelism and communication options must keep their defaults here:
+:mod:`lint_rules.runtime.reference_options`), and TE's forward signatures, so the flag sits at
+the same positional index: ``Linear``/``LayerNormLinear``/``LayerNormMLP``
 ``.forward(inp, is_first_microbatch=None)``, ``GroupedLinear.forward(inp, m_splits,
 is_first_microbatch=None)``. Parameter names follow TE (``weight``/``bias``;
 ``layer_norm_weight``/``layer_norm_bias``; ``fc1_weight``/``fc1_bias``/``fc2_weight``/
