@@ -7,9 +7,13 @@
 With ``--backend te`` (the default; needs CUDA, a CUDA torch and ``transformer_engine``) every
 scenario (:mod:`lint_rules.runtime.gpu_plan`) runs on ``transformer_engine.pytorch`` and on the
 reference on the same GPU, and the three-leg resume check (:mod:`lint_rules.runtime.gpu_legs`,
-separate processes) runs on TE in fp32/bf16 and under FP8. TF32 is off for everything
-(``torch.backends.cuda.matmul.allow_tf32 = False``, ``NVIDIA_TF32_OVERRIDE=0``, which also
-covers TE's own cuBLASLt GEMMs); the tolerances assume it. FP8 checks run where TE's own gate
+separate processes, with an A/A row per configuration) runs on TE in fp32/bf16 and under FP8.
+TF32 is off for everything (``torch.backends.cuda.matmul.allow_tf32 = False``,
+``NVIDIA_TF32_OVERRIDE=0``, meant to reach TE's own cuBLASLt GEMMs); the tolerances assume it,
+and the first check (:mod:`lint_rules.runtime.precision`) measures it, with a banner when it
+fails. State the command saved itself is loaded with TE 2.18's pickle opt-in for that load only
+(:mod:`lint_rules.runtime.own_state`); checks that need a newer TE than the one installed
+(``Check.since``) are skipped with the reason. FP8 checks run where TE's own gate
 for their recipe (``is_fp8_available(return_reason=True)``) says so, and are skipped with TE's
 reason elsewhere. FP8 regions use ``te.autocast(recipe=...)``, ``fp8_autocast`` on a TE that
 lacks it. With ``--backend reference`` everything runs on the CPU reference instead, the legs
