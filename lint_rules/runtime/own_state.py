@@ -21,10 +21,11 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from lint_rules.runtime.mutations import mutation
-from lint_rules.runtime.reference_state import UNSAFE_PICKLE_EXTRA_STATE_ENV
 
 __all__ = ["LOADS", "UNSAFE_PICKLE_EXTRA_STATE_ENV", "load_own_state", "trusted_extra_state"]
 
+UNSAFE_PICKLE_EXTRA_STATE_ENV = "NVTE_ALLOW_UNSAFE_PICKLE_EXTRA_STATE"
+"""TE's opt-in (``transformer_engine/pytorch/_extra_state.py``), read at every load."""
 LOADS = {"allowed": 0}
 
 

@@ -26,10 +26,11 @@ from typing import Any
 
 import torch
 
+from lint_rules.runtime.own_state import UNSAFE_PICKLE_EXTRA_STATE_ENV
+
 VERSION = "2.20.2"
 """The TE release whose source the reference implements."""
 VERSION_ENV = "TE_MICROBATCH_REFERENCE_VERSION"
-UNSAFE_PICKLE_EXTRA_STATE_ENV = "NVTE_ALLOW_UNSAFE_PICKLE_EXTRA_STATE"
 REFUSES_PICKLE_FROM = (2, 18)
 OVERWRITE_MAIN_GRAD_FROM = (2, 9)
 STATELESS_RECIPES = ("Float8CurrentScaling", "MXFP8BlockScaling", "Float8BlockScaling")
