@@ -60,6 +60,28 @@ class Backend:
             return te.autocast(enabled=enabled, recipe=recipe)
         return te.fp8_autocast(enabled=enabled, fp8_recipe=recipe)
 
+    def version(self) -> str:
+        """The TE release: ``transformer_engine.__version__``, or the one the reference
+        implements (``reference_state.version()``, which a test can set lower)."""
+        if self.is_te:
+            import transformer_engine
+
+            return str(transformer_engine.__version__)
+        from lint_rules.runtime.reference_state import version
+
+        return version()
+
+    def too_old(self, since: str | None, what: str) -> str | None:
+        """Why a check that needs TE ``since`` cannot run on this release, or None."""
+        if since is None:
+            return None
+        from lint_rules.runtime.reference_state import parse_version
+
+        have = self.version()
+        if parse_version(have) >= parse_version(since):
+            return None
+        return f"{what} exists from TE {since}; this is {have}"
+
     def unavailable(self) -> str | None:
         """Why this backend cannot run here, or None."""
         import torch

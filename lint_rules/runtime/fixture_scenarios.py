@@ -21,6 +21,7 @@ import torch
 import torch.nn.functional as F
 
 from lint_rules.runtime.backends import Backend
+from lint_rules.runtime.own_state import load_own_state
 from lint_rules.runtime.scenarios import (
     FP8_TOLERANCE,
     TOLERANCE,
@@ -118,7 +119,7 @@ def gradient_oracle(
         if resume_at is not None and step == resume_at + 1:
             rng = _rng_state()
             fresh = build(backend, variant, fp8=fp8, source=source, **extra)
-            fresh.model.load_state_dict(training.model.state_dict())
+            load_own_state(fresh.model, training.model.state_dict())
             fresh.optimizer.load_state_dict(training.optimizer.state_dict())
             training = fresh
             _set_rng_state(rng)

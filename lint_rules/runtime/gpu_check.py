@@ -7,9 +7,13 @@
 With ``--backend te`` (the default; needs CUDA, a CUDA torch and ``transformer_engine``) every
 scenario (:mod:`lint_rules.runtime.gpu_plan`) runs on ``transformer_engine.pytorch`` and on the
 reference on the same GPU, and the three-leg resume check (:mod:`lint_rules.runtime.gpu_legs`,
-separate processes) runs on TE in fp32/bf16 and under FP8. TF32 is off for everything
-(``torch.backends.cuda.matmul.allow_tf32 = False``, ``NVIDIA_TF32_OVERRIDE=0``, which also
-covers TE's own cuBLASLt GEMMs); the tolerances assume it. FP8 checks run where TE's own gate
+separate processes, with an A/A row per configuration) runs on TE in fp32/bf16 and under FP8.
+TF32 is off for everything (``torch.backends.cuda.matmul.allow_tf32 = False``,
+``NVIDIA_TF32_OVERRIDE=0``, meant to reach TE's own cuBLASLt GEMMs); the tolerances assume it,
+and the first check (:mod:`lint_rules.runtime.precision`) measures it, with a banner when it
+fails. State the command saved itself is loaded with TE 2.18's pickle opt-in for that load only
+(:mod:`lint_rules.runtime.own_state`); checks that need a newer TE than the one installed
+(``Check.since``) are skipped with the reason. FP8 checks run where TE's own gate
 for their recipe (``is_fp8_available(return_reason=True)``) says so, and are skipped with TE's
 reason elsewhere. FP8 regions use ``te.autocast(recipe=...)``, ``fp8_autocast`` on a TE that
 lacks it. With ``--backend reference`` everything runs on the CPU reference instead, the legs
@@ -34,7 +38,8 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from lint_rules.runtime.backends import Backend
-from lint_rules.runtime.gpu_plan import Check, checks, leg_config_text, leg_configs
+from lint_rules.runtime.gpu_legs import LegConfig
+from lint_rules.runtime.gpu_plan import Check, checks, leg_config_text, leg_configs, leg_rows
 
 FAILURES = ("differ", "unexpected", "error")
 STATUSES = ("agree", *FAILURES, "unsupported", "skipped")
@@ -74,9 +79,14 @@ def _label(check: Check, backend: Backend) -> tuple[str, str]:
 
 def _unavailable(check: Check, backend: Backend) -> str | None:
     """Why ``check`` cannot run on ``backend`` (its FP8 recipe, or the backend itself)."""
-    if check.recipe is not None:  # check.fp8
-        return backend.fp8_unavailable(check.recipe)
-    return backend.unavailable()
+    reason = (
+        backend.fp8_unavailable(check.recipe)
+        if check.recipe is not None  # check.fp8
+        else backend.unavailable()
+    )
+    if reason is None and check.since is not None:
+        reason = backend.too_old(check.since[0], check.since[1])
+    return reason
 
 
 def judge(
@@ -154,10 +164,11 @@ def _selected(only: Sequence[str] | None, name: str) -> bool:
 def run_legs(
     primary: Backend, out: TextIO, summary: Summary, only: Sequence[str] | None = None
 ) -> None:
-    """The three-leg resume check for every leg configuration (separate processes)."""
+    """The three-leg resume check and its A/A check for every leg configuration (separate
+    processes): two rows per configuration (:func:`~lint_rules.runtime.gpu_plan.leg_rows`)."""
     from lint_rules.runtime.gpu_legs import run_leg_matrix
 
-    configs = [c for c in leg_configs() if _selected(only, f"{c.name} three-leg")]
+    configs = [c for c in leg_configs() if _selected(only, f"{c.name} three-leg A/A")]
     if not configs:
         return
     fp8_reason = primary.fp8_unavailable("current")
@@ -165,40 +176,50 @@ def run_legs(
     runnable = []
     for config in configs:
         why = reason or (fp8_reason if config.kwargs.get("fp8") else None)
-        row = {
-            "scenario": config.name,
-            "module": "three-leg resume check",
-            "config": leg_config_text(config),
-            "expected": config.expected,
-            "labels": {},
-            "details": {},
-        }
         if why is not None:
-            summary.add("skipped", {**row, "reason": why})
-            print(f"{'skipped':11} {config.name:40} {row['config']:40} {why}", file=out)
+            for _, module, expected in leg_rows(config):
+                row = _leg_row(config, module, expected)
+                summary.add("skipped", {**row, "reason": why})
+                print(
+                    f"{'skipped':11} {config.name:40} {module:24} {row['config']} {why}", file=out
+                )
         else:
-            runnable.append((config, row))
+            runnable.append(config)
     if not runnable:
         return
     with tempfile.TemporaryDirectory(prefix="te-gpu-check-legs-") as work:
         try:
             labels = run_leg_matrix(
-                [c for c, _ in runnable], backend=primary.name, device=primary.device, workdir=work
+                runnable, backend=primary.name, device=primary.device, workdir=work
             )
         except Exception as error:  # a leg process failed: every leg check errs
-            labels = {c.name: f"error: {str(error)[:2000]}" for c, _ in runnable}
-    for config, row in runnable:
-        label = labels[config.name]
-        status = (
-            "error"
-            if label.startswith("error")
-            else ("agree" if label == config.expected else "unexpected")
-        )
-        summary.add(status, {**row, "labels": {primary.id: label}})
-        line = f"{status:11} {config.name:40} {row['config']:40} {primary.id}: {label}"
-        if status != "agree":
-            line += f" | expected: {config.expected}"
-        print(line, file=out)
+            failed = f"error: {str(error)[:2000]}"
+            labels = {key: failed for c in runnable for key, _, _ in leg_rows(c)}
+    for config in runnable:
+        for key, module, expected in leg_rows(config):
+            row = _leg_row(config, module, expected)
+            label = labels[key]
+            status = (
+                "error"
+                if label.startswith("error")
+                else ("agree" if label == expected else "unexpected")
+            )
+            summary.add(status, {**row, "labels": {primary.id: label}})
+            line = f"{status:11} {config.name:40} {module:24} {row['config']} {primary.id}: {label}"
+            if status != "agree":
+                line += f" | expected: {expected}"
+            print(line, file=out)
+
+
+def _leg_row(config: LegConfig, module: str, expected: str) -> dict[str, Any]:
+    return {
+        "scenario": config.name,
+        "module": module,
+        "config": leg_config_text(config),
+        "expected": expected,
+        "labels": {},
+        "details": {},
+    }
 
 
 def print_plan(out: TextIO | None = None) -> int:
@@ -206,7 +227,9 @@ def print_plan(out: TextIO | None = None) -> int:
     out = out if out is not None else sys.stdout
     rows = [(c.scenario, c.module, c.config, c.expected) for c in checks()]
     rows += [
-        (c.name, "three-leg resume check", leg_config_text(c), c.expected) for c in leg_configs()
+        (c.name, module, leg_config_text(c), expected)
+        for c in leg_configs()
+        for _, module, expected in leg_rows(c)
     ]
     print(f"{'scenario':40} {'module':24} {'configuration':40} expected", file=out)
     for row in rows:
@@ -215,13 +238,32 @@ def print_plan(out: TextIO | None = None) -> int:
     return 0
 
 
-def _tf32_off() -> None:
+def tf32_off() -> None:
     """No TF32 anywhere: NVIDIA libraries (TE's cuBLASLt included) and torch's own flags."""
     os.environ["NVIDIA_TF32_OVERRIDE"] = "0"
     import torch
 
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
+
+
+def _say_precision(summary: Summary) -> None:
+    """Loudly, when the first check found that fp32 GEMMs are not fp32 here."""
+    from lint_rules.runtime.precision import BANNER, NAME
+
+    if any(r["scenario"] == NAME and r["status"] in FAILURES for r in summary.rows):
+        print(BANNER)
+
+
+def state_line() -> str:
+    """What the command did about TE's refusal of pickled FP8 state (see ``own_state``)."""
+    from lint_rules.runtime.own_state import LOADS, UNSAFE_PICKLE_EXTRA_STATE_ENV
+
+    return (
+        f"saved FP8 state: {UNSAFE_PICKLE_EXTRA_STATE_ENV}=1 was set only while loading state "
+        f"this command saved itself ({LOADS['allowed']} loads in this process, and each leg C "
+        "load); TE 2.18 and later refuse pickled DelayedScaling state otherwise"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -258,7 +300,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ImportError:
         print("gpu_check: error: torch is not installed", file=sys.stderr)
         return 2
-    _tf32_off()
+    tf32_off()
     from lint_rules.runtime import gpu_report
 
     info = gpu_report.machine()
@@ -270,10 +312,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         torch.set_num_threads(1)  # as the legs: small CPU GEMMs gain nothing from threads
     selected = [c for c in checks() if _selected(args.only, f"{c.scenario} {c.module} {c.config}")]
     summary = compare(selected, primary, control, verbose=args.verbose)
+    _say_precision(summary)
     if not args.no_legs:
         run_legs(primary, sys.stdout, summary, args.only)
     print(f"summary: {summary or 'nothing selected'}")
+    print(state_line())
     if args.report:
+        info["saved FP8 state"] = state_line()
+        if not primary.is_te:
+            info["reference behaves as TE"] = primary.version()
         gpu_report.write_report(args.report, info, primary.id, summary.rows, str(summary))
         print(f"report written to {args.report}")
     if summary.exit_code == 2:

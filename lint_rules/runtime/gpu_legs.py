@@ -1,12 +1,14 @@
 """The three-leg resume check inside the GPU command, for several configurations at once.
 
 For every configuration (a fixture, a variant and factory arguments) leg A trains straight
-through ``steps``, leg B trains ``resume_at`` steps and saves, leg C starts from B's checkpoint
-and trains on; A and C are compared byte for byte (:mod:`lint_rules.runtime.resume`). To keep
-the cost of starting torch down, ONE process runs leg A of every configuration in turn, one runs
-every leg B, and one every leg C (after B), each configuration with a freshly built model and
-freshly seeded RNGs (and on TE a reset of TE's global FP8 state). What the check needs holds for
-every configuration: its C runs in a process that never ran its B.
+through ``steps``, leg A' does it again in another process, leg B trains ``resume_at`` steps and
+saves, leg C starts from B's checkpoint and trains on; A and A' (the A/A check: two
+uninterrupted runs agree, so nondeterminism of the backend cannot pass for a resume effect) and
+A and C are compared byte for byte (:mod:`lint_rules.runtime.resume`). To keep the cost of
+starting torch down, ONE process runs leg A of every configuration in turn, one every leg A',
+one every leg B, and one every leg C (after B), each configuration with a freshly built model
+and freshly seeded RNGs (and on TE a reset of TE's global FP8 state). What the check needs holds
+for every configuration: its C runs in a process that never ran its B.
 
 ``python -m lint_rules.runtime.gpu_legs LEG PLAN.json`` runs one leg process (what
 :func:`run_leg_matrix` spawns).
@@ -27,6 +29,8 @@ from lint_rules.runtime.resume import DETERMINISM_ENV, finish_leg, start_leg
 
 STEPS = 4
 RESUME_AT = 2
+AA = "A/A"
+"""The suffix of the A/A label's key in :func:`run_leg_matrix`'s answer."""
 
 
 @dataclass(frozen=True)
@@ -63,8 +67,8 @@ def run_leg_matrix(
     resume_at: int = RESUME_AT,
     timeout: float = 600.0,
 ) -> dict[str, str]:
-    """Run legs A, B (in parallel), then C for every configuration; name -> label
-    (``identical`` or ``diverges at step K``) or ``error: ...``."""
+    """Run legs A, A', B (in parallel), then C for every configuration; name -> label of A vs
+    C and ``f"{name} {AA}"`` -> label of A vs A' (``identical`` or ``diverges at step K``)."""
     work = Path(workdir).resolve()
     work.mkdir(parents=True, exist_ok=True)
     jobs: list[dict[str, Any]] = []
@@ -81,7 +85,7 @@ def run_leg_matrix(
     package_root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
     argv = [sys.executable, "-m", "lint_rules.runtime.gpu_legs"]
-    first = {leg: start_leg([*argv, leg, str(plan)], env, work) for leg in ("A", "B")}
+    first = {leg: start_leg([*argv, leg, str(plan)], env, work) for leg in ("A", "A2", "B")}
     for leg, proc in first.items():
         finish_leg(leg, proc, timeout)
     finish_leg("C", start_leg([*argv, "C", str(plan)], env, work), timeout)
@@ -89,11 +93,12 @@ def run_leg_matrix(
 
     labels = {}
     for job in jobs:
-        a, c = work / f"A{job['i']}.pt", work / f"C{job['i']}.pt"
-        report = compare_leg_outputs(a, c, label_a="A", label_b="C")
-        labels[job["name"]] = (
-            "identical" if report.identical else f"diverges at step {report.first_step}"
-        )
+        a = work / f"A{job['i']}.pt"
+        for key, other in ((job["name"], "C"), (f"{job['name']} {AA}", "A2")):
+            report = compare_leg_outputs(a, work / f"{other}{job['i']}.pt", label_b=other)
+            labels[key] = (
+                "identical" if report.identical else f"diverges at step {report.first_step}"
+            )
     return labels
 
 
@@ -120,8 +125,11 @@ def leg_process(leg: str, plan_file: str) -> None:
         _reset_te_state()
         i, spec, kwargs = job["i"], job["spec"], job["kwargs"]
         ckpt = work / f"B{i}.ckpt.pt"
-        if leg == "A":
-            run_leg(spec, steps=steps, out=work / f"A{i}.pt", device=device, factory_kwargs=kwargs)
+        if leg in ("A", "A2"):
+            # the planted error: the second straight run is not the same run
+            seed = 1 if leg == "A2" and planted == "straight-runs-differ" else 0
+            out = work / f"{leg}{i}.pt"
+            run_leg(spec, steps=steps, out=out, device=device, factory_kwargs=kwargs, seed=seed)
         elif leg == "B":
             run_leg(
                 spec,

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from functools import partial
 
 from lint_rules.runtime.backends import Backend
-from lint_rules.runtime.gpu_legs import RESUME_AT, LegConfig
+from lint_rules.runtime.gpu_legs import AA, RESUME_AT, LegConfig
 
 FP32 = "fp32"
 BF16 = "bf16 params+activations, fp32 main_grad"
@@ -22,6 +22,8 @@ TE_UNSUPPORTED = (
     "TE documents a module called more than once inside one autocast region as unsupported "
     "with DelayedScaling (reduce_amax=True): kept, labelled; its TE outcome is informative"
 )
+OVERWRITE_MAIN_GRAD = ("2.9", "weight.overwrite_main_grad (FSDP grad fusion, TE PR #2191)")
+"""The release gate of the checks that set ``overwrite_main_grad``: an older TE ignores it."""
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,7 @@ class Check:
     recipe: str | None = None  # the FP8 recipe, None for no FP8
     config: str = FP32
     te_note: str | None = None  # set where TE documents the case as unsupported
+    since: tuple[str, str] | None = None  # (TE release, what): skipped on an older TE
 
     @property
     def fp8(self) -> bool:
@@ -49,14 +52,18 @@ def checks() -> list[Check]:
     """Every in-process scenario, per module kind and configuration."""
     from lint_rules.runtime import fixture_scenarios as fs
     from lint_rules.runtime import megatron_scenarios as ms
+    from lint_rules.runtime import precision
     from lint_rules.runtime import scenarios as sc
 
-    out: list[Check] = []
+    # first: whether fp32 is fp32 here (TF32 off), which every fp32 tolerance assumes
+    out: list[Check] = [Check(precision.NAME, "Linear", precision.fp32_gemm, "fp32")]
     for dtype, config in (("fp32", FP32), ("bf16", BF16)):
         for case_id, case in sc.ACCUMULATION_CASES.items():
             for kind in sc.KINDS:
                 run = partial(sc.accumulation, kind=kind, case_id=case_id, dtype=dtype)
-                out.append(Check(f"accumulation {case_id}", kind, run, case.expect, None, config))
+                since = OVERWRITE_MAIN_GRAD if case.overwrite_attr else None
+                name = f"accumulation {case_id}"
+                out.append(Check(name, kind, run, case.expect, None, config, since=since))
     for recipe in sc.RECIPES:
         for policy in sc.FP8_POLICIES:
             for resume_at, steps in ((None, 3), (2, 4)):
@@ -113,33 +120,19 @@ def checks() -> list[Check]:
     return out
 
 
+MEGATRON_LAYERS = {
+    "Megatron TELinear in MTP": {},
+    "Megatron TEGroupedLinear in MTP": {"mtp_linear": "grouped"},  # the upstream fix's class
+}
+
+
 def megatron_checks(ms: types.ModuleType) -> list[Check]:
-    """The Megatron-shaped wrapper: oracle, monitor after a resume, the limits of None."""
+    """The Megatron-shaped wrappers (``TELinear``, ``TEGroupedLinear``): oracle, monitor after
+    a resume, the limits of None."""
     model = "Megatron TELinear in MTP"
     out = []
-    for recipe in (None, "delayed", "current"):
-        note = TE_UNSUPPORTED if recipe == "delayed" else None
-        config = _config(recipe, BF16)
-        for variant in ("unguarded", "guarded", "none"):
-            run = partial(ms.megatron_oracle, variant=variant, fp8=recipe)
-            expected = ms.megatron_expected(variant, recipe)
-            out.append(
-                Check(f"megatron oracle {variant}", model, run, expected, recipe, config, note)
-            )
-    for recipe in (None, "current"):
-        config = _config(recipe, BF16)
-        for variant, plain, fp8 in (
-            ("unguarded", "repeated-call", "repeated-call"),
-            ("guarded", "silent", "repeated-call"),
-            ("none", "silent", "silent"),
-        ):
-            run = partial(ms.megatron_monitor, variant=variant, fp8=recipe)
-            expected = fp8 if recipe else plain
-            out.append(
-                Check(
-                    f"megatron monitor after resume {variant}", model, run, expected, recipe, config
-                )
-            )
+    for layer, extra in MEGATRON_LAYERS.items():
+        out += _megatron_layer_checks(ms, layer, extra)
     out += [
         Check(
             "fsdp overwrite_main_grad, None",
@@ -148,6 +141,7 @@ def megatron_checks(ms: types.ModuleType) -> list[Check]:
             "lost",
             None,
             BF16,
+            since=OVERWRITE_MAIN_GRAD,
         ),
         Check(
             "fsdp overwrite_main_grad, fusion off",
@@ -169,6 +163,32 @@ def megatron_checks(ms: types.ModuleType) -> list[Check]:
     return out
 
 
+def _megatron_layer_checks(ms: types.ModuleType, model: str, extra: dict[str, str]) -> list[Check]:
+    """Oracle (unguarded, guarded, None) and monitor after a resume on one wrapper class."""
+    out = []
+    for recipe in (None, "delayed", "current"):
+        note = TE_UNSUPPORTED if recipe == "delayed" else None
+        config = _config(recipe, BF16)
+        for variant in ("unguarded", "guarded", "none"):
+            run = partial(ms.megatron_oracle, variant=variant, fp8=recipe, **extra)
+            expected = ms.megatron_expected(variant, recipe)
+            out.append(
+                Check(f"megatron oracle {variant}", model, run, expected, recipe, config, note)
+            )
+    for recipe in (None, "current"):
+        config = _config(recipe, BF16)
+        for variant, plain, fp8 in (
+            ("unguarded", "repeated-call", "repeated-call"),
+            ("guarded", "silent", "repeated-call"),
+            ("none", "silent", "silent"),
+        ):
+            run = partial(ms.megatron_monitor, variant=variant, fp8=recipe, **extra)
+            expected = fp8 if recipe else plain
+            name = f"megatron monitor after resume {variant}"
+            out.append(Check(name, model, run, expected, recipe, config))
+    return out
+
+
 DIVERGES = f"diverges at step {RESUME_AT + 1}"
 
 
@@ -177,15 +197,40 @@ def leg_configs() -> list[LegConfig]:
     small = {"hidden_size": 256, "ffn_hidden_size": 256, "micro_batch_size": 16}
     fp8 = {"fp8": "hybrid", "fp8_recipe": "tensorwise", "num_microbatches": 1}
     shared_fp8 = {"fp8": "hybrid", "hidden_size": 32, "micro_batch_size": 16}
+    unfused = {**small, "fuse_wgrad_accumulation": False}
+    grouped = {**small, "mtp_linear": "grouped"}
     return [
         LegConfig("legs shared-layer unguarded", "shared-layer", "unguarded", {}, DIVERGES),
         LegConfig("legs shared-layer fixed", "shared-layer", "fixed", {}),
         LegConfig("legs shared-layer fixed fp8", "shared-layer", "fixed", shared_fp8),
         LegConfig("legs megatron unguarded", "megatron", "unguarded", small, DIVERGES),
+        # the upstream proof's confirming arm: without fused wgrad the divergence vanishes
+        LegConfig("legs megatron unguarded fusion off", "megatron", "unguarded", unfused),
         LegConfig("legs megatron guarded", "megatron", "guarded", small),
         LegConfig("legs megatron unguarded fp8", "megatron", "unguarded", {**small, **fp8}),
+        LegConfig("legs megatron grouped unguarded", "megatron", "unguarded", grouped, DIVERGES),
+        LegConfig("legs megatron grouped none", "megatron", "none", grouped),
         LegConfig("legs megatron none fp8", "megatron", "none", {**small, **fp8}),
     ]
+
+
+LEG_MODULE = "three-leg resume check"
+AA_MODULE = "A/A: two straight runs"
+
+
+def leg_rows(config: LegConfig) -> list[tuple[str, str, str]]:
+    """(label key, module column, expected label) of a leg configuration's two rows: A vs C,
+    and A vs A' (always ``identical``: else the backend is not deterministic, and no
+    difference between A and C can be told from noise)."""
+    return [
+        (config.name, LEG_MODULE, config.expected),
+        (f"{config.name} {AA}", AA_MODULE, "identical"),
+    ]
+
+
+def plan_size() -> int:
+    """How many rows the plan has (``--list``'s count)."""
+    return len(checks()) + sum(len(leg_rows(c)) for c in leg_configs())
 
 
 def leg_config_text(config: LegConfig) -> str:

@@ -21,9 +21,12 @@ import torch.nn.functional as F
 from lint_rules.runtime import tolerances as tol
 from lint_rules.runtime.backends import Backend
 from lint_rules.runtime.megatron_shape import build_megatron_training
+from lint_rules.runtime.own_state import load_own_state
 from lint_rules.runtime.scenarios import Outcome, all_same, classify, combine
 
 WEIGHTS = ("mtp.layers.0.linear_fc1.weight", "mtp.layers.0.linear_fc2.weight")
+GROUPED_WEIGHTS = tuple(f"mtp.layers.0.linear_fc{j}.weight{i}" for j in (1, 2) for i in (0, 1))
+"""``mtp_linear="grouped"``: ``TEGroupedLinear`` with two GEMMs, each on half the tokens."""
 SEPARATION = 0.05
 SIZES = {"hidden_size": 256, "ffn_hidden_size": 256, "micro_batch_size": 16}
 """Production-like widths, few tokens: the CPU run of the whole GPU command stays short."""
@@ -46,33 +49,53 @@ def tolerance(fp8: str | None) -> float:
     return tol.rounding_tolerance(e4m3=8, e5m2=4, bf16=24)
 
 
+def shared_weights(training: Any) -> tuple[str, ...]:
+    """The repeated layer's fused weights (TE's names)."""
+    return GROUPED_WEIGHTS if training.config.mtp_linear == "grouped" else WEIGHTS
+
+
+def _fc(
+    j: int, x: torch.Tensor, leaf: dict[str, torch.Tensor], p: dict[str, torch.Tensor]
+) -> torch.Tensor:
+    """``linear_fc{j}`` in plain torch with the depth's own weight leaves."""
+    prefix = f"mtp.layers.0.linear_fc{j}."
+    if prefix + "weight" in leaf:
+        return F.linear(x, leaf[prefix + "weight"], p[prefix + "bias"])
+    half = x.shape[0] // 2  # the fixture's m_splits: two halves
+    chunks = torch.split(x, [half, x.shape[0] - half])
+    return torch.cat(
+        [
+            F.linear(c, leaf[f"{prefix}weight{i}"], p[f"{prefix}bias{i}"])
+            for i, c in enumerate(chunks)
+        ]
+    )
+
+
 def _oracle(training: Any, batch: list[Any]) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
     """Per shared weight: (kept, lost), the sums plain autograd gives with and without depth 2
     of microbatch 0, from fp32 copies of the current (bf16) parameters."""
+    names = shared_weights(training)
     p = {n: t.detach().float() for n, t in training.model.named_parameters()}
-    kept = {w: torch.zeros_like(p[w]) for w in WEIGHTS}
-    lost = {w: torch.zeros_like(p[w]) for w in WEIGHTS}
+    kept = {w: torch.zeros_like(p[w]) for w in names}
+    lost = {w: torch.zeros_like(p[w]) for w in names}
     for mb, (x, targets) in enumerate(batch):
-        leaves = [{w: p[w].clone().requires_grad_(True) for w in WEIGHTS} for _ in targets]
+        leaves = [{w: p[w].clone().requires_grad_(True) for w in names} for _ in targets]
         hidden = torch.tanh(F.linear(x.float(), p["embedding.weight"], p["embedding.bias"]))
         loss: torch.Tensor | float = 0.0
         for depth, target in zip(leaves, targets):
-            fc1 = F.linear(hidden, depth[WEIGHTS[0]], p["mtp.layers.0.linear_fc1.bias"])
-            act = F.gelu(fc1, approximate="tanh")
-            hidden = hidden + F.linear(act, depth[WEIGHTS[1]], p["mtp.layers.0.linear_fc2.bias"])
+            act = F.gelu(_fc(1, hidden, depth, p), approximate="tanh")
+            hidden = hidden + _fc(2, act, depth, p)
             out = F.linear(hidden, p["output_layer.weight"], p["output_layer.bias"])
             loss = loss + F.mse_loss(out, target)
         loss = loss / len(batch)
         # a tensor: `targets` is never empty
-        grads = torch.autograd.grad(
-            cast(torch.Tensor, loss), [d[w] for d in leaves for w in WEIGHTS]
-        )
+        grads = torch.autograd.grad(cast(torch.Tensor, loss), [d[w] for d in leaves for w in names])
         for i, grad in enumerate(grads):
-            at_depth, name = divmod(i, len(WEIGHTS))
-            kept[WEIGHTS[name]] += grad
+            at_depth, name = divmod(i, len(names))
+            kept[names[name]] += grad
             if not (mb == 0 and at_depth == 1):
-                lost[WEIGHTS[name]] += grad
-    return {w: (kept[w], lost[w]) for w in WEIGHTS}
+                lost[names[name]] += grad
+    return {w: (kept[w], lost[w]) for w in names}
 
 
 def megatron_oracle(
@@ -82,10 +105,12 @@ def megatron_oracle(
     fp8: str | None = None,
     steps: int = 4,
     resume_at: int | None = 2,
+    **config: Any,
 ) -> Outcome:
     """Per step ``kept`` or ``lost``; at ``resume_at`` a new ``Training`` (a fresh process:
-    flags True again) loads the model and optimizer state."""
-    training = build(backend, variant, fp8)
+    flags True again) loads the model and optimizer state. ``config``: fixture fields
+    (``mtp_linear="grouped"``)."""
+    training = build(backend, variant, fp8, **config)
     limit = tolerance(fp8)
     # under FP8 the depths' gradients are ~0.4 apart: the other candidate must be outside the
     # tolerance, which is the most a derived tolerance allows
@@ -93,8 +118,8 @@ def megatron_oracle(
     per_step = []
     for step in range(1, steps + 1):
         if resume_at is not None and step == resume_at + 1:
-            fresh = build(backend, variant, fp8)
-            fresh.model.load_state_dict(training.model.state_dict())
+            fresh = build(backend, variant, fp8, **config)
+            load_own_state(fresh.model, training.model.state_dict())
             fresh.optimizer.load_state_dict(training.optimizer.state_dict())
             training = fresh
         batch = training.batch(step)
@@ -125,17 +150,23 @@ def megatron_expected(variant: str, fp8: str | None, steps: int = 4, resume_at: 
 
 
 def megatron_monitor(
-    backend: Backend, variant: str, *, fp8: str | None = None, steps: int = 3, resume_at: int = 1
+    backend: Backend,
+    variant: str,
+    *,
+    fp8: str | None = None,
+    steps: int = 3,
+    resume_at: int = 1,
+    **config: Any,
 ) -> Outcome:
     """Train ``resume_at`` steps, resume in a new ``Training`` with the monitor attached (told
     about FP8), train on; the label is the hazard kinds reported after the resume."""
     from lint_rules.runtime.monitor import MicrobatchMonitor
 
-    first = build(backend, variant, fp8)
+    first = build(backend, variant, fp8, **config)
     for step in range(1, resume_at + 1):
         first.train_step(first.batch(step))
-    training = build(backend, variant, fp8)
-    training.model.load_state_dict(first.model.state_dict())
+    training = build(backend, variant, fp8, **config)
+    load_own_state(training.model, first.model.state_dict())
     training.optimizer.load_state_dict(first.optimizer.state_dict())
     found: list[Any] = []
     with MicrobatchMonitor(

@@ -19,6 +19,8 @@ MUTATIONS = {
     "fp8-cache-never-reused": "False re-quantizes the current weight instead of reusing",
     "none-reuses-like-false": "None caches and reuses the quantized weight like False",
     "leg-c-not-reset": "leg C continues in leg B's process instead of a fresh one",
+    "straight-runs-differ": "leg A' of the three-leg check is not the same run as leg A",
+    "extra-state-refused": "the command loads saved FP8 state without allowing TE's pickle",
 }
 """The deliberate errors the tests plant in the reference (and the harness) to show that
 ``gpu_check --backend reference`` fails on each of them."""

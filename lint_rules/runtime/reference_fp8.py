@@ -36,6 +36,7 @@ __all__ = [
     "Float8CurrentScaling",
     "Format",
     "active_format",
+    "active_recipe",
     "autocast",
     "fp8_autocast",
     "is_fp8_available",
@@ -132,6 +133,11 @@ def quantize(tensor: torch.Tensor) -> torch.Tensor:
 def active_format() -> str:
     """The FP8 format of the recipe in force (read at forward; backward runs outside)."""
     return str(getattr(_FP8["recipe"], "fp8_format", Format.HYBRID))
+
+
+def active_recipe() -> Any:
+    """The recipe of the autocast region in force (None outside one)."""
+    return _FP8["recipe"] if _FP8["enabled"] else None
 
 
 def quantize_grad(tensor: torch.Tensor, fp8_format: str = Format.HYBRID) -> torch.Tensor:

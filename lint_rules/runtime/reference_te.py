@@ -32,9 +32,14 @@ outputs and gradients. TE's numbers differ (``DelayedScaling`` scales from an am
 the runtime suite compares outcomes (which gradients survive, which weights a forward used),
 never TE's bits.
 
-Module classes take TE's constructor arguments in TE's order up to ``device`` (parallelism and
-communication options must keep their defaults here) and TE's forward signatures, so the flag
-sits at the same positional index: ``Linear``/``LayerNormLinear``/``LayerNormMLP``
+Saved FP8 state and what changes with TE's release (the refusal of pickled ``DelayedScaling``
+state from 2.18, ``overwrite_main_grad`` from 2.9) are in
+:mod:`lint_rules.runtime.reference_state`.
+
+Module classes take TE's constructor arguments in TE's order up to ``device``, and TE's options
+after it by keyword (parallelism and communication options must keep their defaults here:
+:mod:`lint_rules.runtime.reference_options`), and TE's forward signatures, so the flag sits at
+the same positional index: ``Linear``/``LayerNormLinear``/``LayerNormMLP``
 ``.forward(inp, is_first_microbatch=None)``, ``GroupedLinear.forward(inp, m_splits,
 is_first_microbatch=None)``. Parameter names follow TE (``weight``/``bias``;
 ``layer_norm_weight``/``layer_norm_bias``; ``fc1_weight``/``fc1_bias``/``fc2_weight``/
@@ -63,6 +68,7 @@ from lint_rules.runtime.reference_fp8 import (
     Float8CurrentScaling,
     Format,
     active_format,
+    active_recipe,
     autocast,
     fp8_autocast,
     is_fp8_available,
@@ -71,6 +77,9 @@ from lint_rules.runtime.reference_fp8 import (
     quantize,
     quantize_grad,
 )
+from lint_rules.runtime.reference_options import after_device as _after_device
+from lint_rules.runtime.reference_options import only_defaults as _only_defaults
+from lint_rules.runtime.reference_state import ExtraState, honours_overwrite_main_grad
 
 __all__ = [
     "FP8_DTYPE",
@@ -186,6 +195,7 @@ def _write_main_grad(
         )
     a = g2.t().to(main_grad.dtype)
     b = x2.to(main_grad.dtype)
+    overwrite_main_grad = overwrite_main_grad and honours_overwrite_main_grad()  # TE >= 2.9
     if wgrad_accumulates(True, is_first_microbatch, overwrite_main_grad):
         main_grad.addmm_(a, b)  # GEMM with beta = 1
     else:
@@ -208,30 +218,6 @@ def _default_init(weight: torch.Tensor) -> None:
     torch.nn.init.normal_(weight, mean=0.0, std=0.023)
 
 
-def _only_defaults(**options: Any) -> None:
-    """Parallelism and overlap options exist for TE's signature; the reference has none."""
-    defaults = {
-        "sequence_parallel": False,
-        "tp_group": None,
-        "tp_size": 1,
-        "get_rng_state_tracker": None,
-        "rng_tracker_name": None,
-        "return_bias": False,
-        "parallel_mode": None,
-        "parameters_split": None,
-        "return_layernorm_output": False,
-        "return_layernorm_output_gathered": False,
-        "zero_centered_gamma": False,
-        "set_parallel_mode": False,
-        "seq_length": None,
-        "micro_batch_size": None,
-        "activation_params": None,
-    }
-    changed = sorted(k for k, v in options.items() if v != defaults.get(k, v))
-    if changed:
-        raise NotImplementedError(f"reference_te does not model {', '.join(changed)}")
-
-
 class _Factory(TypedDict):
     """The keyword arguments every parameter of a reference module is created with."""
 
@@ -239,8 +225,9 @@ class _Factory(TypedDict):
     device: torch.device | str
 
 
-class _FusedWgradBase(torch.nn.Module):
-    """Parameter creation, the FP8 workspaces and the GEMM shared by the reference modules."""
+class _FusedWgradBase(ExtraState):
+    """Parameter creation, the FP8 workspaces, the GEMM and the saved FP8 state
+    (:class:`~lint_rules.runtime.reference_state.ExtraState`) of the reference modules."""
 
     def __init__(
         self,
@@ -273,6 +260,7 @@ class _FusedWgradBase(torch.nn.Module):
         self, name: str, weight: torch.Tensor, is_first_microbatch: bool | None
     ) -> torch.Tensor:
         """The weight the GEMM uses: itself, or under FP8 the quantized workspace TE would use."""
+        self._note_forward(is_fp8_enabled(), active_recipe())
         if not is_fp8_enabled():
             return weight.detach()
         planted = mutation()
@@ -342,6 +330,7 @@ class Linear(_FusedWgradBase):
         parallel_mode: str | None = None,
         parameters_split: Any = None,
         device: torch.device | str | None = None,
+        **te_options: Any,
     ) -> None:
         _only_defaults(
             sequence_parallel=sequence_parallel,
@@ -352,6 +341,7 @@ class Linear(_FusedWgradBase):
             return_bias=return_bias,
             parallel_mode=parallel_mode,
             parameters_split=parameters_split,
+            **_after_device(te_options),
         )
         super().__init__(fuse_wgrad_accumulation, params_dtype, device, init_method)
         self.in_features = in_features
@@ -517,6 +507,7 @@ class GroupedLinear(_FusedWgradBase):
         params_dtype: torch.dtype | None = None,
         parallel_mode: str | None = None,
         device: torch.device | str | None = None,
+        **te_options: Any,
     ) -> None:
         _only_defaults(
             sequence_parallel=sequence_parallel,
@@ -526,6 +517,7 @@ class GroupedLinear(_FusedWgradBase):
             rng_tracker_name=rng_tracker_name,
             return_bias=return_bias,
             parallel_mode=parallel_mode,
+            **_after_device(te_options),
         )
         super().__init__(fuse_wgrad_accumulation, params_dtype, device, init_method)
         self.num_gemms = num_gemms

@@ -30,6 +30,7 @@ from lint_rules.runtime import tolerances as tol
 from lint_rules.runtime.backends import Backend
 from lint_rules.runtime.fixtures import megatron_guard
 from lint_rules.runtime.main_grad import MainGradParameter
+from lint_rules.runtime.own_state import load_own_state
 
 KINDS = ("Linear", "LayerNormLinear", "LayerNormMLP", "GroupedLinear")
 HIDDEN = 256  # sizes in the hundreds, as in production (LayerNormMLP's FFN is 2 * HIDDEN)
@@ -368,7 +369,7 @@ def fp8_weight_cache(
     for step in range(1, steps + 1):
         if resume_at is not None and step == resume_at + 1:
             fresh, fresh_opt = build()
-            fresh.load_state_dict(module.state_dict())
+            load_own_state(fresh, module.state_dict())
             fresh_opt.load_state_dict(optimizer.state_dict())
             module, optimizer, state = fresh, fresh_opt, {"flag": True}
         if policy == "guarded-rearm":

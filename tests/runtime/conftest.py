@@ -3,12 +3,20 @@ and te-cuda (see ``runtime_support``), skipping with the reason where one cannot
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
 pytest.importorskip("torch", reason="the runtime suite needs torch (pip install torch==2.13.0)")
+
+# What the GPU command sets, for the gpu-marked tests too: no TF32 anywhere (the variable before
+# any CUDA context exists, so that it reaches cuBLASLt; torch's own flags).
+os.environ["NVIDIA_TF32_OVERRIDE"] = "0"
+from lint_rules.runtime.gpu_check import tf32_off  # noqa: E402
+
+tf32_off()
 
 from runtime_support import (  # noqa: E402
     BACKENDS,

@@ -41,7 +41,7 @@ def test_cpu_machine_skips_everything_with_a_reason_and_exits_2() -> None:
     lines = done.stdout.splitlines()
     assert "no CUDA" in lines[0]
     rows = [line for line in lines if line.startswith("skipped")]
-    assert len(rows) == len(gpu_plan.checks()) + len(gpu_plan.leg_configs())
+    assert len(rows) == gpu_plan.plan_size()
     assert all(row.rstrip().endswith("CUDA not available") for row in rows)
     assert f"summary: {len(rows)} skipped" in done.stdout
     assert "nothing ran" in done.stdout
@@ -61,7 +61,7 @@ def test_list_prints_the_plan_without_running(capsys: pytest.CaptureFixture[str]
         "reentrant recompute",
     ):
         assert text in out, text
-    assert f"{len(gpu_plan.checks()) + len(gpu_plan.leg_configs())} checks" in out
+    assert f"{gpu_plan.plan_size()} checks" in out
 
 
 def test_the_plan_covers_every_scenario_kind_configuration_and_recipe() -> None:
@@ -81,6 +81,27 @@ def test_the_plan_covers_every_scenario_kind_configuration_and_recipe() -> None:
     legs = {(c.fixture, c.variant, bool(c.kwargs.get("fp8"))) for c in gpu_plan.leg_configs()}
     assert {("megatron", "unguarded", False), ("megatron", "guarded", False)} <= legs
     assert ("megatron", "unguarded", True) in legs and ("shared-layer", "fixed", True) in legs
+
+
+def test_the_plan_has_the_upstream_proofs_shape() -> None:
+    """An A/A row per leg configuration, the fusion-off arm, the GroupedLinear MTP layer, and
+    the check that fp32 is fp32 first of all."""
+    plan = gpu_plan.checks()
+    assert plan[0].scenario == "fp32 GEMMs are fp32 (TF32 off)" and plan[0].expected == "fp32"
+    configs = gpu_plan.leg_configs()
+    rows = [row for c in configs for row in gpu_plan.leg_rows(c)]
+    assert [module for _, module, _ in rows].count(gpu_plan.AA_MODULE) == len(configs)
+    assert all(
+        expected == "identical" for _, module, expected in rows if module == gpu_plan.AA_MODULE
+    )
+    unfused = [c for c in configs if c.kwargs.get("fuse_wgrad_accumulation") is False]
+    assert [(c.variant, c.expected) for c in unfused] == [("unguarded", "identical")]
+    grouped = [c for c in configs if c.kwargs.get("mtp_linear") == "grouped"]
+    assert {(c.variant, c.expected) for c in grouped} == {
+        ("unguarded", gpu_plan.DIVERGES),
+        ("none", "identical"),
+    }
+    assert any(c.module == "Megatron TEGroupedLinear in MTP" for c in plan)
 
 
 @dataclass(frozen=True)
@@ -272,6 +293,5 @@ def test_reference_backend_runs_the_whole_command_and_exits_0(
 ) -> None:
     done, report = whole_reference_run
     assert done.returncode == 0, done.stdout[-5000:] + done.stderr
-    total = len(gpu_plan.checks()) + len(gpu_plan.leg_configs())
-    assert f"summary: {total} agree" in done.stdout
+    assert f"summary: {gpu_plan.plan_size()} agree" in done.stdout
     assert "legs megatron unguarded" in done.stdout and "diverges at step 3" in done.stdout

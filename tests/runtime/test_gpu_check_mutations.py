@@ -33,6 +33,8 @@ SUBSET = {
     "fp8-cache-never-reused": ["--no-legs", "-k", "fp8 cache stuck resumed"],
     "none-reuses-like-false": ["--no-legs", "-k", "fp8 cache none"],
     "leg-c-not-reset": ["-k", "legs shared-layer unguarded"],
+    "straight-runs-differ": ["-k", "legs shared-layer fixed"],
+    "extra-state-refused": ["--no-legs", "-k", "fp8 cache stuck resumed"],
 }
 
 

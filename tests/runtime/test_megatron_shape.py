@@ -32,6 +32,18 @@ def test_variants_are_the_codemods_output() -> None:
     assert "if is_first_microbatch_tracked(self.config) else None" in guarded
     assert "from megatron_guard import is_first_microbatch_tracked" in guarded
     assert "super().forward(x, is_first_microbatch=None)" in megatron_source("none")
+    # TEGroupedLinear's call, fixed the same way
+    assert "super().forward(x, m_splits, is_first_microbatch=None)" in megatron_source("none")
+    grouped_guard = "super().forward(x, m_splits, is_first_microbatch=(_is_first_microbatch if"
+    assert grouped_guard in guarded
+
+
+@pytest.mark.parametrize(("variant", "fp8"), [("unguarded", None), ("guarded", "current")])
+def test_the_grouped_layer_loses_what_the_linear_one_does(variant: str, fp8: str | None) -> None:
+    """The MTP layer as TEGroupedLinear (the upstream fix's class): the same labels."""
+    found = ms.megatron_oracle(CPU, variant, fp8=fp8, mtp_linear="grouped")
+    assert found.label == ms.megatron_expected(variant, fp8), str(found)
+    assert "lost" in found.label
 
 
 @pytest.mark.parametrize("fp8", [None, "current"])
@@ -129,4 +141,5 @@ def test_three_legs_in_separate_processes(tmp_path) -> None:
         "guarded": "identical",
         "guarded fp8": "identical",  # re-armed every step: no divergence, yet lost every step
         "none fp8": "identical",
+        **{f"{c.name} A/A": "identical" for c in configs},  # A and A': two straight runs agree
     }
