@@ -51,9 +51,18 @@ def show_files(discovery: Discovery) -> int:
     return EXIT_ERROR if discovery.errors else EXIT_CLEAN
 
 
-def add_noqa(findings: Sequence, quiet: bool) -> tuple[int, list[tuple[str, str]]]:
+def add_noqa(
+    findings: Sequence,
+    quiet: bool,
+    checked: dict[str, str] | None = None,
+    settings_of: Callable[[str], Any] | None = None,
+    job: Any = None,
+) -> tuple[int, list[tuple[str, str]]]:
     """Write ``# noqa: CODE`` on the lines of ``findings`` (``check``'s, after selection), with
-    the atomic write ``fix`` uses: (lines changed, errors)."""
+    the atomic write ``fix`` uses: (lines changed, errors). ``checked``: the digest of the text
+    each file was checked in (``running.content_digest``); a file whose text differs now was
+    edited since, its line numbers are stale, and it is reported, not written."""
+    from lint_rules.cli.running import content_digest
     from lint_rules.fileio import SourceError, read_source, signals_held, write_source_atomic
     from lint_rules.noqa import add_noqa as with_noqa
 
@@ -65,6 +74,13 @@ def add_noqa(findings: Sequence, quiet: bool) -> tuple[int, list[tuple[str, str]
     for path, found in by_path.items():
         try:
             source = read_source(path)
+            digest = (checked or {}).get(path)
+            if digest is not None and settings_of is not None and job is not None:
+                now = content_digest(settings_of(path), job.disable_noqa, source.raw)
+                if now != digest:
+                    raise SourceError(
+                        path, "file changed on disk since it was checked; no `# noqa` added"
+                    )
             text, changed = with_noqa(source.text, found)
             if changed:
                 with signals_held():
