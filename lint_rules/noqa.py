@@ -171,7 +171,7 @@ def _with_codes(body: str, missing: list[str], comment_at: int | None) -> str | 
     if comment_at is None or match.start() < comment_at:
         return None
     if not match.group("codes"):
-        return None  # a bare ``# noqa`` already covers every code (not reached)
+        return None  # a bare one already covers every code (not reached)
     head = body[: match.end()].rstrip(", \t")
     between, rest = body[len(head) : match.end()], body[match.end() :]
     if rest:  # a reason after the codes stays apart from them, with its own blanks

@@ -89,7 +89,7 @@ def test_an_in_place_save_straddling_the_swap_is_kept(
     after fix is done. The truncated file is the one found at the path, so it goes back, and
     the write lands in the file the path names: never an empty file."""
     editor: list = []
-    at_the_swap(monkeypatch, lambda: editor.append(open(module, "w")))
+    at_the_swap(monkeypatch, lambda: editor.append(open(module, "w")))  # noqa: SIM115
     assert main(["fix", "--no-cache", "m.py"]) == 2
     editor[0].write(MODULE + SAVED)
     editor[0].close()
@@ -146,7 +146,7 @@ def test_without_the_swap_an_in_place_save_straddling_the_rename_is_kept(
 
     def replace(src: str, dst: str) -> None:
         if not editor and dst.endswith("m.py"):
-            editor.append(open(dst, "w"))
+            editor.append(open(dst, "w"))  # noqa: SIM115
         real(src, dst)
 
     monkeypatch.setattr(fileio.os, "replace", replace)
