@@ -277,6 +277,20 @@ def _kept_in_order(old: list[str], new: list[str]) -> bool:
     return all(any(comment == other for other in remaining) for comment in old)
 
 
+def _compile_error(text: str) -> SyntaxError | None:
+    """The compiler's own error for ``text`` (what ``ast.parse`` accepts but Python does not
+    run: an assignment to ``__debug__``, a misplaced ``__future__`` import), or None."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compile(text, "<fixed>", "exec", dont_inherit=True)
+    except SyntaxError as error:
+        return error
+    except (ValueError, RecursionError, MemoryError):
+        return None  # read by ``ast.parse`` already; nothing more to learn
+    return None
+
+
 def verify_fixed(old: str, new: str, encoding: str | None = None) -> None:
     """Raise FixError unless ``new`` parses (as the bytes it will be written as, under the
     file's own declared encoding, when ``encoding`` is given) and keeps every comment of
@@ -294,6 +308,11 @@ def verify_fixed(old: str, new: str, encoding: str | None = None) -> None:
                 ast.parse(new if data is None else data)
     except SyntaxError as error:
         raise FixError(f"the fixed text does not parse ({error}); nothing was changed") from error
+    refused = _compile_error(new)
+    if refused is not None and _compile_error(old) is None:  # `from m import __debug__`, a
+        raise FixError(  # late `from __future__ import ...`: checks `ast.parse` does not run
+            f"the fixed text does not compile ({refused}); nothing was changed"
+        )
     if len(old) > COMMENT_CHECK_MAX_CHARS:
         return  # the edits keep comments by construction (``keep_comments``); not re-read
     before, after = comment_tokens(old), comment_tokens(new)
