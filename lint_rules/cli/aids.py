@@ -18,12 +18,16 @@ EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
 
 def _toml(value: object) -> str:
+    """``value`` as a TOML value: a basic string escaped as TOML reads it back (JSON's string
+    escapes are a subset of TOML's), a boolean, or an array of strings."""
+    import json
+
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, (tuple, list, frozenset)):
         items = sorted(value) if isinstance(value, frozenset) else value
-        return "[" + ", ".join(f'"{item}"' for item in items) + "]"
-    return f'"{value}"'
+        return "[" + ", ".join(json.dumps(str(item), ensure_ascii=False) for item in items) + "]"
+    return json.dumps(str(value), ensure_ascii=False)
 
 
 def show_settings(config: Configuration, path: str) -> int:
@@ -44,10 +48,12 @@ def show_settings(config: Configuration, path: str) -> int:
 
 def show_files(discovery: Discovery) -> int:
     """Every file ``check`` would read, one per line, in the order it reads them."""
+    from lint_rules.cli.running import shown_path
+
     for path in discovery.files:
-        print(path)
+        print(shown_path(path))
     for path, reason in discovery.errors:
-        print(f"{path}: error: {reason}", file=sys.stderr)
+        print(f"{shown_path(path)}: error: {reason}", file=sys.stderr)
     return EXIT_ERROR if discovery.errors else EXIT_CLEAN
 
 
