@@ -201,6 +201,35 @@ def read_source(path: PathLike) -> SourceFile:
     return SourceFile(source.path, source.raw, source.text, source.encoding, identity)
 
 
+def read_regular(path: PathLike, limit: int = 1 << 30) -> bytes:
+    """The bytes of a regular file (``SourceError`` for anything else: a FIFO, which could
+    block forever, a device such as ``/dev/zero``, which never ends, a file over ``limit``)."""
+    name = os.fspath(path)
+    try:
+        info = os.stat(name)
+    except OSError as error:
+        raise SourceError(name, _os_reason(error)) from None
+    if not stat.S_ISREG(info.st_mode):
+        raise SourceError(name, "not a regular file")
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(name, flags)  # never blocks, even if a FIFO took the file's place
+    except OSError as error:
+        raise SourceError(name, _os_reason(error)) from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise SourceError(name, "not a regular file")
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            data = handle.read(limit + 1)
+    except OSError as error:
+        raise SourceError(name, _os_reason(error)) from None
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        raise SourceError(name, f"larger than {limit} bytes")
+    return data
+
+
 def _identity(info: os.stat_result) -> tuple[int, int, int, int]:
     return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
 
