@@ -129,13 +129,70 @@ def watch(
     status = run()
     roots = [p if os.path.isdir(p) else os.path.dirname(os.path.abspath(p)) for p in paths]
     print(f"{PROG}: watching for changes (Ctrl-C stops)", file=sys.stderr, flush=True)
-    seen = changes(*roots, watch_filter=relevant, raise_interrupt=False, stop_event=stop_event)
-    for runs, _ in enumerate(seen, 1):
-        print(f"{PROG}: change seen, checking again", file=sys.stderr, flush=True)
-        status = run()
-        if stop_after is not None and runs >= stop_after:
-            break
-    return status
+    runs = 0
+    marks = _identities(roots)
+    while True:
+        # A watch lives on the directories it started on: one deleted and made again (a branch
+        # switch, a regenerated folder) is a new directory, so the roots are compared every
+        # second and the watch started again on the new ones (a run first: files may have
+        # changed in between).
+        if not _wait_for(roots, stop_event):
+            return status
+        if marks != _identities(roots):
+            marks = _identities(roots)
+            runs += 1
+            print(f"{PROG}: change seen, checking again", file=sys.stderr, flush=True)
+            status = run()
+            if stop_after is not None and runs >= stop_after:
+                return status
+        seen = changes(
+            *roots,
+            watch_filter=relevant,
+            raise_interrupt=False,
+            stop_event=stop_event,
+            rust_timeout=1000,
+            yield_on_timeout=True,
+        )
+        moved = False
+        for found in seen:
+            if marks != _identities(roots):
+                moved = True
+                break
+            if not found:
+                continue
+            runs += 1
+            print(f"{PROG}: change seen, checking again", file=sys.stderr, flush=True)
+            status = run()
+            if stop_after is not None and runs >= stop_after:
+                return status
+        if not moved:
+            return status  # Ctrl-C, or ``stop_event``
+
+
+def _identities(roots: Sequence[str]) -> list[tuple[int, int] | None]:
+    out: list[tuple[int, int] | None] = []
+    for root in roots:
+        try:
+            info = os.stat(root)
+        except OSError:
+            out.append(None)
+            continue
+        out.append((info.st_dev, info.st_ino))
+    return out
+
+
+def _wait_for(roots: Sequence[str], stop_event: Any) -> bool:
+    """Wait until every root exists again (False: stopped first, by Ctrl-C or the event)."""
+    import time
+
+    try:
+        while not all(os.path.isdir(root) for root in roots):
+            if stop_event is not None and stop_event.is_set():
+                return False
+            time.sleep(0.5)
+    except KeyboardInterrupt:
+        return False
+    return True
 
 
 def project_root(path: str) -> str:
