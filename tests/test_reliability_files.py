@@ -48,6 +48,11 @@ def test_a_save_while_the_copy_is_synced_is_kept(
     assert "changed on disk since it was read" in capsys.readouterr().err
 
 
+NEEDS_SWAP = pytest.mark.skipif(
+    not getattr(fileio, "_exchange_supported", lambda: True)(), reason="needs renameat2 (Linux)"
+)
+
+
 def at_the_swap(monkeypatch: pytest.MonkeyPatch, *actions: object) -> list[str]:
     """Run ``actions[i]`` right before the i-th swap of ``fix``'s file (the window between
     the last check and the rename); returns the temporary names swapped."""
@@ -68,7 +73,7 @@ def fixed_nothing(err: str) -> None:
     assert "fixed m.py" not in err and "1 fixed" not in err
 
 
-@pytest.mark.skipif(not fileio._exchange_supported(), reason="needs renameat2 (Linux)")
+@NEEDS_SWAP
 def test_an_in_place_save_right_before_the_swap_is_kept(
     module: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -81,7 +86,7 @@ def test_an_in_place_save_right_before_the_swap_is_kept(
     assert [p.name for p in module.parent.iterdir()] == ["m.py"]
 
 
-@pytest.mark.skipif(not fileio._exchange_supported(), reason="needs renameat2 (Linux)")
+@NEEDS_SWAP
 def test_an_in_place_save_straddling_the_swap_is_kept(
     module: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -97,7 +102,7 @@ def test_an_in_place_save_straddling_the_swap_is_kept(
     fixed_nothing(capsys.readouterr().err)
 
 
-@pytest.mark.skipif(not fileio._exchange_supported(), reason="needs renameat2 (Linux)")
+@NEEDS_SWAP
 def test_an_atomic_save_right_before_the_swap_is_kept(
     module: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -116,7 +121,7 @@ def test_an_atomic_save_right_before_the_swap_is_kept(
     assert [p.name for p in module.parent.iterdir()] == ["m.py"]
 
 
-@pytest.mark.skipif(not fileio._exchange_supported(), reason="needs renameat2 (Linux)")
+@NEEDS_SWAP
 def test_two_saves_around_the_swap_back_keep_both(
     module: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

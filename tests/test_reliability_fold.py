@@ -39,7 +39,8 @@ SHAPES = {
     "type_comment": "        _F = self.flag  # type: bool\n",
     "semicolon": "        _F = self.flag; z = 1\n        print(z)\n",
     "call_value": "        _F = self.get()\n",
-    "only_statement_of_with": "        with contextlib.nullcontext():\n            _F = self.flag\n",
+    "only_statement_of_with": "        with contextlib.nullcontext():\n"
+    "            _F = self.flag\n",
     "only_statements_of_if": "        if x is None:\n            _F = self.flag\n"
     "            _F = not _F\n",
     "in_a_loop": "        for _ in range(1):\n            _F = self.flag\n",
