@@ -37,13 +37,14 @@ import os
 import re
 import signal
 import stat
-import sys
 import threading
 import tokenize
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Union
+
+from lint_rules.exchange import Writer, _identity, _read_fd, install, is_ours
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -230,10 +231,6 @@ def read_regular(path: PathLike, limit: int = 1 << 30) -> bytes:
     return data
 
 
-def _identity(info: os.stat_result) -> tuple[int, int, int, int]:
-    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
-
-
 def decode_source(path: PathLike, raw: bytes) -> SourceFile:
     """Decode bytes read elsewhere (stdin) exactly as ``read_source`` decodes a file's."""
     name = os.fspath(path)
@@ -407,18 +404,6 @@ def _open_target(name: str, target: str) -> tuple[int, os.stat_result]:
     return fd, info
 
 
-def _read_fd(fd: int, size: int) -> bytes:
-    """The whole content behind ``fd`` (``size``: the expected size, a hint)."""
-    chunks: list[bytes] = []
-    offset = 0
-    while True:
-        chunk = os.pread(fd, max(size - offset, 1 << 20), offset)
-        if not chunk:
-            return b"".join(chunks)
-        chunks.append(chunk)
-        offset += len(chunk)
-
-
 def _write_temp(directory: str, base: str, data: bytes, info: os.stat_result) -> str:
     """A synced temporary file beside the target with ``data`` and the target's owner and
     mode (owner first: chown clears the setuid and setgid bits); raises OSError."""
@@ -497,133 +482,6 @@ def write_source_atomic(source: SourceFile, new_text: str) -> None:
         os.close(fd)
 
 
-_RENAME_EXCHANGE = 2  # linux/fs.h
-_renameat2: Any = None
-
-
-def _exchange_supported() -> bool:
-    """Whether this platform has ``renameat2`` (a file system may still refuse it)."""
-    global _renameat2
-    if _renameat2 is None:
-        _renameat2 = False
-        if sys.platform.startswith("linux"):
-            import ctypes
-
-            with contextlib.suppress(OSError, AttributeError):
-                function = ctypes.CDLL(None, use_errno=True).renameat2
-                text, number = ctypes.c_char_p, ctypes.c_int
-                function.argtypes = [number, text, number, text, ctypes.c_uint]
-                function.restype = ctypes.c_int
-                _renameat2 = function
-    return bool(_renameat2)
-
-
-def _exchange(temp: str, target: str) -> bool:
-    """Swap the two paths' files in one step (Linux ``renameat2(RENAME_EXCHANGE)``): True when
-    swapped, False where the platform or file system cannot (the caller then falls back);
-    raises OSError for any other failure."""
-    if not _exchange_supported():
-        return False
-    import ctypes
-
-    at_cwd = -100  # AT_FDCWD
-    if _renameat2(at_cwd, os.fsencode(temp), at_cwd, os.fsencode(target), _RENAME_EXCHANGE) == 0:
-        return True
-    code = ctypes.get_errno()
-    if code in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP, errno.EOPNOTSUPP):
-        return False
-    raise OSError(code, os.strerror(code), target)
-
-
-class _Writer(Exception):
-    """Another program wrote the file while it was being replaced (``kept``: where the bytes
-    that were displaced now are, when they could not be put back at the path)."""
-
-    def __init__(self, kept: str | None = None) -> None:
-        super().__init__(kept)
-        self.kept = kept
-
-
-def _same_file(path: str, identity: tuple[int, ...]) -> bool:
-    try:
-        info = os.lstat(path)
-    except OSError:
-        return False
-    return (info.st_dev, info.st_ino) == tuple(identity[:2])
-
-
-def _install(
-    temp: str, target: str, fd: int, expected: tuple[int, int, int, int], raw: bytes
-) -> None:
-    """Put ``temp`` at ``target`` unless another writer is active; raise ``_Writer`` then.
-
-    The file read is held open through ``fd``. The swap exchanges the two names in one step,
-    so whatever the path named at that instant (the file read, the file read but written to
-    since, or another program's file renamed over it) ends up at ``temp``'s name, never
-    unlinked. It is removed only when it is the file read with exactly the bytes read;
-    otherwise it is swapped back, and our copy removed only when the swap back gives us our
-    own file: no byte another program wrote is ever deleted or overwritten."""
-    mine = os.lstat(temp)
-    if not _exchange(temp, target):
-        _install_without_exchange(temp, target, fd, expected, raw)
-        return
-    displaced_is_read = _same_file(temp, expected) and _unchanged_fd(fd, expected, raw)
-    if displaced_is_read:
-        os.unlink(temp)  # the file as read: the fixed copy replaces it
-        return
-    _exchange(temp, target)  # put the displaced file back at the path
-    if _same_file(temp, (mine.st_dev, mine.st_ino)):
-        os.unlink(temp)  # our copy came back: the path holds the other writer's file again
-        raise _Writer()
-    # A third save replaced our copy between the two swaps: that newest file goes back to
-    # the path, the one it displaced stays under the temporary name for the user.
-    _exchange(temp, target)
-    _PENDING.discard(temp)
-    raise _Writer(kept=temp)
-
-
-def _unchanged_fd(fd: int, expected: tuple[int, int, int, int], raw: bytes) -> bool:
-    try:
-        if _identity(os.fstat(fd)) != expected:
-            return False
-        return _read_fd(fd, len(raw)) == raw
-    except OSError:
-        return False
-
-
-def _install_without_exchange(
-    temp: str, target: str, fd: int, expected: tuple[int, int, int, int], raw: bytes
-) -> None:
-    """Where names cannot be swapped: the file read is kept linked under a second name across
-    the rename, and moved back (the file itself, never a copy of its bytes) when it was
-    written to meanwhile. An atomic save in the instant before the rename is not covered."""
-    import tempfile
-
-    base, directory = os.path.basename(target), os.path.dirname(target) or "."
-    pin = tempfile.mktemp(prefix=f"{TEMP_PREFIX}{base}.", suffix=TEMP_SUFFIX, dir=directory)
-    try:
-        os.link(target, pin)
-    except OSError:
-        pin = ""
-    if pin:
-        _PENDING.add(pin)
-    try:
-        if pin and not _same_file(pin, expected):
-            raise _Writer()
-        os.replace(temp, target)
-        if _unchanged_fd(fd, expected, raw):
-            return
-        if pin:
-            os.replace(pin, target)  # the written-to file goes back, and its later writes
-            pin = ""
-        raise _Writer()
-    finally:
-        if pin:
-            with contextlib.suppress(OSError):
-                os.unlink(pin)
-            _PENDING.discard(pin)
-
-
 def _replace_checked(
     name: str, target: str, fd: int, info: os.stat_result, source: SourceFile, data: bytes
 ) -> None:
@@ -656,8 +514,8 @@ def _replace_checked(
         try:
             if not unchanged():  # an edit saved while the copy was written wins
                 raise _changed_reason(name)
-            _install(temp, target, fd, expected, source.raw)
-        except _Writer as writer:
+            install(temp, target, fd, expected, source.raw, _PENDING)
+        except Writer as writer:
             where = f"; the version it displaced is kept as {writer.kept}" if writer.kept else ""
             raise SourceError(
                 name,
@@ -668,17 +526,8 @@ def _replace_checked(
             reason = error.strerror or str(error)
             raise SourceError(name, f"cannot write: {reason}; file left unchanged") from None
         finally:
-            if temp in _PENDING and _is_ours(temp, data):
+            if temp in _PENDING and is_ours(temp, data):
                 with contextlib.suppress(OSError):
                     os.unlink(temp)
             _PENDING.discard(temp)
     _fsync_directory(directory)
-
-
-def _is_ours(temp: str, data: bytes) -> bool:
-    """Whether ``temp`` still holds our fixed copy (never delete anything else)."""
-    try:
-        with open(temp, "rb") as handle:
-            return handle.read(len(data) + 1) == data
-    except OSError:
-        return False

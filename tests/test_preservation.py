@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from helpers import cli
 
+from lint_rules import exchange as swap
 from lint_rules import fileio
 from lint_rules.fileio import SourceError, read_source, write_source_atomic
 
@@ -186,7 +187,7 @@ def test_temp_file_is_beside_target_synced_and_renamed(
     path = tmp_path / "target.py"
     path.write_bytes(b"x = 1\n")
     calls: list[tuple[str, object]] = []
-    real_fsync, real_replace, real_exchange = os.fsync, os.replace, fileio._exchange
+    real_fsync, real_replace, real_exchange = os.fsync, os.replace, swap._exchange
 
     def fsync(fd: int) -> None:
         calls.append(("fsync", fd))
@@ -205,7 +206,7 @@ def test_temp_file_is_beside_target_synced_and_renamed(
 
     monkeypatch.setattr(os, "fsync", fsync)
     monkeypatch.setattr(os, "replace", replace)
-    monkeypatch.setattr(fileio, "_exchange", exchange)
+    monkeypatch.setattr(swap, "_exchange", exchange)
     write_source_atomic(read_source(path), "x = 2\n")
     kinds = [kind for kind, _ in calls]
     assert "replace" in kinds and kinds.index("fsync") < kinds.index("replace")
@@ -228,8 +229,8 @@ def test_failed_write_leaves_original_and_no_temp(
         raise OSError(28, "No space left on device")
 
     if failing == "replace":  # the rename of platforms that cannot swap two names
-        monkeypatch.setattr(fileio, "_renameat2", False)
-    monkeypatch.setattr(fileio if failing == "_exchange" else os, failing, boom)
+        monkeypatch.setattr(swap, "_renameat2", False)
+    monkeypatch.setattr(swap if failing == "_exchange" else os, failing, boom)
     with pytest.raises(SourceError) as caught:
         write_source_atomic(source, "x = 2\n")
     monkeypatch.undo()

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+import lint_rules.exchange as swap
 import lint_rules.fileio as fileio
 from lint_rules.cli import main
 
@@ -49,14 +50,14 @@ def test_a_save_while_the_copy_is_synced_is_kept(
 
 
 NEEDS_SWAP = pytest.mark.skipif(
-    not getattr(fileio, "_exchange_supported", lambda: True)(), reason="needs renameat2 (Linux)"
+    not swap._exchange_supported(), reason="needs renameat2 (Linux)"
 )
 
 
 def at_the_swap(monkeypatch: pytest.MonkeyPatch, *actions: object) -> list[str]:
     """Run ``actions[i]`` right before the i-th swap of ``fix``'s file (the window between
     the last check and the rename); returns the temporary names swapped."""
-    real, calls = fileio._exchange, []
+    real, calls = swap._exchange, []
 
     def exchange(temp: str, target: str) -> bool:
         if len(calls) < len(actions):
@@ -64,7 +65,7 @@ def at_the_swap(monkeypatch: pytest.MonkeyPatch, *actions: object) -> list[str]:
         calls.append(temp)
         return real(temp, target)
 
-    monkeypatch.setattr(fileio, "_exchange", exchange)
+    monkeypatch.setattr(swap, "_exchange", exchange)
     return calls
 
 
@@ -146,7 +147,7 @@ def test_without_the_swap_an_in_place_save_straddling_the_rename_is_kept(
 ) -> None:
     """Where names cannot be swapped, the file read stays linked across the rename and is
     moved back when it was written to: the save's write lands in the file at the path."""
-    monkeypatch.setattr(fileio, "_renameat2", False, raising=False)
+    monkeypatch.setattr(swap, "_renameat2", False)
     real, editor = os.replace, []
 
     def replace(src: str, dst: str) -> None:
