@@ -112,12 +112,20 @@ REVIEW = (
 )
 
 
-@fuzz_settings(0.5)  # 30 examples in CI; HYPOTHESIS_PROFILE=long: 1,500
+@pytest.mark.slow
+@fuzz_settings(1.0)  # 60 examples in CI; HYPOTHESIS_PROFILE=long: 3,000, the hunt
+@given(noqa_programs())
+def test_add_noqa_on_the_review_profile(source: str) -> None:
+    check_add_noqa(source)
+
+
+@fuzz_settings(0.1)
 @given(noqa_programs())
 @example(REVIEW)
 @example(REVIEW.replace("\n", "\r"))
 @example(REVIEW.replace('f"""{self', "(self").replace(')}"""', "), '# noqa: E501'"))
-def test_add_noqa_on_the_review_profile(source: str) -> None:
+@example(REVIEW.replace('f"""{self', "(self").replace(')}"""', ")  # noqa: E501 80+ chars ok"))
+def test_add_noqa_on_the_review_profile_quick(source: str) -> None:
     check_add_noqa(source)
 
 
