@@ -43,6 +43,9 @@ SHAPES = {
     "            _F = self.flag\n",
     "only_statements_of_if": "        if x is None:\n            _F = self.flag\n"
     "            _F = not _F\n",
+    "augmented": "        _F = self.flag\n        _F += 0\n",
+    "walrus": "        print(_F := self.flag)\n",
+    "for_target": "        for _F in [self.flag]:\n            pass\n",
     "in_a_loop": "        for _ in range(1):\n            _F = self.flag\n",
 }
 DYNAMIC = {

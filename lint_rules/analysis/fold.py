@@ -72,9 +72,10 @@ def _stores(function: ast.AST, name: str) -> tuple[int, list[ast.Name]] | None:
     ``nonlocal`` name it."""
     loads = 0
     stores: list[ast.Name] = []
+    updated = {id(n.target) for n in ast.walk(function) if isinstance(n, ast.AugAssign)}
     for node in ast.walk(function):
         if isinstance(node, ast.Name) and node.id == name:
-            if isinstance(node.ctx, ast.Load):
+            if isinstance(node.ctx, ast.Load) or id(node) in updated:  # `_F += 1` reads it
                 loads += 1
             elif isinstance(node.ctx, ast.Del):
                 return None
