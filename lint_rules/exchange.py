@@ -114,11 +114,15 @@ def install(
         os.unlink(temp)  # the file as read: the fixed copy replaces it
         return
     _exchange(temp, target)  # put the displaced file back at the path
-    if _same_file(temp, (mine.st_dev, mine.st_ino)):
-        os.unlink(temp)  # our copy came back: the path holds the other writer's file again
+    try:
+        ours = _identity(os.lstat(temp)) == _identity(mine)
+    except OSError:
+        ours = False
+    if ours:  # our copy came back, as written: the path holds the other writer's file again
+        os.unlink(temp)
         raise Writer()
-    # A third save replaced our copy between the two swaps: that newest file goes back to
-    # the path, the one it displaced stays under the temporary name for the user.
+    # A third save replaced our copy (or wrote into it) between the two swaps: that newest
+    # file goes back to the path, the one it displaced stays under the temporary name.
     _exchange(temp, target)
     pending.discard(temp)
     raise Writer(kept=temp)
