@@ -123,17 +123,23 @@ def test_an_atomic_save_right_before_the_swap_is_kept(
 
 
 @NEEDS_SWAP
+@pytest.mark.parametrize("second", ["atomic", "in place"])
 def test_two_saves_around_the_swap_back_keep_both(
-    module: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    module: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], second: str
 ) -> None:
-    """An in-place save before the swap, then an atomic save before the swap back: the newest
-    save is at the path, the other one beside it under the name the error gives."""
+    """An in-place save before the swap, then a save (atomic, or into the fixed copy then at
+    the path) before the swap back: the newest save is at the path, the other one beside it
+    under the name the error gives."""
 
     def atomic_save() -> None:
         module.with_name("m.py.swp").write_text(MODULE + SAVED + SAVED)
         os.replace(module.with_name("m.py.swp"), module)
 
-    at_the_swap(monkeypatch, lambda: module.write_text(MODULE + SAVED), atomic_save)
+    def in_place_save() -> None:
+        module.write_text(MODULE + SAVED + SAVED)
+
+    then = atomic_save if second == "atomic" else in_place_save
+    at_the_swap(monkeypatch, lambda: module.write_text(MODULE + SAVED), then)
     assert main(["fix", "--no-cache", "m.py"]) == 2
     assert module.read_text() == MODULE + SAVED + SAVED
     err = capsys.readouterr().err
