@@ -253,7 +253,7 @@ def run_crossfile(
             if path is not None:
                 from lint_rules.fileio import SourceError, read_regular
 
-                try:  # never a FIFO or a device (#14)
+                try:  # never a FIFO (it could block) or a device
                     spelled = name.encode() in read_regular(path)
                 except SourceError:
                     spelled = True
