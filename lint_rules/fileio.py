@@ -44,6 +44,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Union
 
+from lint_rules.exchange import Writer, _identity, _read_fd, install, is_ours
+
 PathLike = Union[str, "os.PathLike[str]"]
 
 TEMP_PREFIX = "."
@@ -200,8 +202,33 @@ def read_source(path: PathLike) -> SourceFile:
     return SourceFile(source.path, source.raw, source.text, source.encoding, identity)
 
 
-def _identity(info: os.stat_result) -> tuple[int, int, int, int]:
-    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+def read_regular(path: PathLike, limit: int = 1 << 30) -> bytes:
+    """The bytes of a regular file (``SourceError`` for anything else: a FIFO, which could
+    block forever, a device such as ``/dev/zero``, which never ends, a file over ``limit``)."""
+    name = os.fspath(path)
+    try:
+        info = os.stat(name)
+    except OSError as error:
+        raise SourceError(name, _os_reason(error)) from None
+    if not stat.S_ISREG(info.st_mode):
+        raise SourceError(name, "not a regular file")
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(name, flags)  # never blocks, even if a FIFO took the file's place
+    except OSError as error:
+        raise SourceError(name, _os_reason(error)) from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise SourceError(name, "not a regular file")
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            data = handle.read(limit + 1)
+    except OSError as error:
+        raise SourceError(name, _os_reason(error)) from None
+    finally:
+        os.close(fd)
+    if len(data) > limit:
+        raise SourceError(name, f"larger than {limit} bytes")
+    return data
 
 
 def decode_source(path: PathLike, raw: bytes) -> SourceFile:
@@ -377,18 +404,6 @@ def _open_target(name: str, target: str) -> tuple[int, os.stat_result]:
     return fd, info
 
 
-def _read_fd(fd: int, size: int) -> bytes:
-    """The whole content behind ``fd`` (``size``: the expected size, a hint)."""
-    chunks: list[bytes] = []
-    offset = 0
-    while True:
-        chunk = os.pread(fd, max(size - offset, 1 << 20), offset)
-        if not chunk:
-            return b"".join(chunks)
-        chunks.append(chunk)
-        offset += len(chunk)
-
-
 def _write_temp(directory: str, base: str, data: bytes, info: os.stat_result) -> str:
     """A synced temporary file beside the target with ``data`` and the target's owner and
     mode (owner first: chown clears the setuid and setgid bits); raises OSError."""
@@ -496,28 +511,23 @@ def _replace_checked(
         except OSError as error:
             reason = _os_reason(error) if error.filename else (error.strerror or str(error))
             raise SourceError(name, f"cannot write: {reason}; file left unchanged") from None
-        renamed = False
         try:
             if not unchanged():  # an edit saved while the copy was written wins
                 raise _changed_reason(name)
-            os.replace(temp, target)
-            renamed = True
+            install(temp, target, fd, expected, source.raw, _PENDING)
+        except Writer as writer:
+            where = f"; the version it displaced is kept as {writer.kept}" if writer.kept else ""
+            raise SourceError(
+                name,
+                "another program wrote the file while fix replaced it; its version is kept, "
+                f"not fixed{where}",
+            ) from None
         except OSError as error:
             reason = error.strerror or str(error)
             raise SourceError(name, f"cannot write: {reason}; file left unchanged") from None
         finally:
-            if not renamed:
+            if temp in _PENDING and is_ours(temp, data):
                 with contextlib.suppress(OSError):
                     os.unlink(temp)
             _PENDING.discard(temp)
-        late = None if _identity(os.fstat(fd)) == expected else _read_fd(fd, 0)
-        if late is not None:  # written to in the instant before the rename: put it back
-            with contextlib.suppress(OSError):
-                temp = _write_temp(directory, base, late, info)
-                os.replace(temp, target)
-                _PENDING.discard(temp)
     _fsync_directory(directory)
-    if late is not None:
-        raise SourceError(
-            name, "file changed on disk while it was being written; that edit is kept, not fixed"
-        )

@@ -231,6 +231,25 @@ def _in_debug_text(text: str, findings: list[Finding]) -> dict[int, Finding]:
     return found
 
 
+def plan_edits(
+    text: str, fixable: list[Finding], disable_noqa: bool
+) -> tuple[str, list[Finding], list[str], list[Finding]]:
+    """What ``fix`` applies of ``fixable``: (new text, applied, notes, skipped). The one place
+    that decides it, for ``fix`` and for every count of what ``fix`` would apply
+    (``cli.fixcount``): not inside an f-string's ``=`` debug text, no ``# noqa`` on a line an
+    edit spans, comments kept, no overlap."""
+    debug = _in_debug_text(text, fixable)
+    fixable = [f for f in fixable if id(f) not in debug]
+    new_text, applied, notes, skipped = apply_edits(text, fixable, noqa_checker(text, disable_noqa))
+    for finding in debug.values():
+        skipped.append(finding)
+        notes.append(
+            f"line {finding.line}: {finding.code} not fixed, it is inside an f-string's `=` "
+            "debug text (what it prints would change)"
+        )
+    return new_text, applied, notes, skipped
+
+
 COMMENT_CHECK_MAX_CHARS = 2_000_000
 """Files up to this size have every comment re-read after the fix (two ``tokenize`` passes,
 about 1 s per MB each in pure Python); larger ones rely on the edits' own comment keeping."""
@@ -238,10 +257,14 @@ about 1 s per MB each in pure Python); larger ones rely on the edits' own commen
 
 def comment_tokens(text: str) -> list[str] | None:
     """Every comment of ``text``, in order (None when it does not tokenize)."""
+    # One "\n" per physical line: io.StringIO splits at "\n" only, and the pure-Python
+    # tokenizer (3.11 and older) would read a CR-only file's first comment to the file's end.
+    lines = split_lines(text) if "\r" in text else io.StringIO(text).readlines()
+    flat = [line.rstrip("\r\n") + "\n" if line.endswith(("\r", "\n")) else line for line in lines]
     try:
         return [
             token.string
-            for token in tokenize.generate_tokens(io.StringIO(text).readline)
+            for token in tokenize.generate_tokens(iter([*flat, ""]).__next__)
             if token.type == tokenize.COMMENT
         ]
     except (tokenize.TokenError, SyntaxError):
@@ -252,6 +275,20 @@ def _kept_in_order(old: list[str], new: list[str]) -> bool:
     """Whether ``old`` is a subsequence of ``new`` (the fix may add its own comment)."""
     remaining = iter(new)
     return all(any(comment == other for other in remaining) for comment in old)
+
+
+def _compile_error(text: str) -> SyntaxError | None:
+    """The compiler's own error for ``text`` (what ``ast.parse`` accepts but Python does not
+    run: an assignment to ``__debug__``, a misplaced ``__future__`` import), or None."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compile(text, "<fixed>", "exec", dont_inherit=True)
+    except SyntaxError as error:
+        return error
+    except (ValueError, RecursionError, MemoryError):
+        return None  # read by ``ast.parse`` already; nothing more to learn
+    return None
 
 
 def verify_fixed(old: str, new: str, encoding: str | None = None) -> None:
@@ -271,6 +308,11 @@ def verify_fixed(old: str, new: str, encoding: str | None = None) -> None:
                 ast.parse(new if data is None else data)
     except SyntaxError as error:
         raise FixError(f"the fixed text does not parse ({error}); nothing was changed") from error
+    refused = _compile_error(new)
+    if refused is not None and _compile_error(old) is None:  # `from m import __debug__`, a
+        raise FixError(  # late `from __future__ import ...`: checks `ast.parse` does not run
+            f"the fixed text does not compile ({refused}); nothing was changed"
+        )
     if len(old) > COMMENT_CHECK_MAX_CHARS:
         return  # the edits keep comments by construction (``keep_comments``); not re-read
     before, after = comment_tokens(old), comment_tokens(new)
@@ -299,15 +341,7 @@ def fix_source(
     allowed = ("safe", "unsafe") if settings.unsafe_fixes else ("safe",)
     fixable = [f for f in kept if f.fix is not None and f.fix.applicability in allowed]
     unsafe = [f for f in kept if f.fix is not None and f.fix.applicability not in allowed]
-    debug = _in_debug_text(text, fixable)
-    fixable = [f for f in fixable if id(f) not in debug]
-    new_text, applied, notes, skipped = apply_edits(text, fixable, noqa_checker(text, disable_noqa))
-    for finding in debug.values():
-        skipped.append(finding)
-        notes.append(
-            f"line {finding.line}: {finding.code} not fixed, it is inside an f-string's `=` "
-            "debug text (what it prints would change)"
-        )
+    new_text, applied, notes, skipped = plan_edits(text, fixable, disable_noqa)
     done = {id(f) for f in applied}
     remaining = [f for f in kept if id(f) not in done]
     if not applied:

@@ -52,17 +52,43 @@ def file_is_noqa(lines: Iterable[str]) -> bool:
     return any(NOQA_FILE.match(line) for line in lines)
 
 
-def _noqa_line_mapping(lines: list[str]) -> dict[int, str]:
-    """Map each line number to the text flake8 searches for ``noqa`` (its ``processor``)."""
-    mapping: dict[int, str] = {}
+_FSTRING_START = getattr(tokenize, "FSTRING_START", -1)  # Python 3.12+ (PEP 701)
+_FSTRING_END = getattr(tokenize, "FSTRING_END", -1)
+
+
+def _tokens(lines: list[str]) -> list[tokenize.TokenInfo] | None:
+    """The tokens of ``lines`` (None when they do not tokenize), with one ``"\n"`` per
+    physical line (CR-only and CRLF too: ``io.StringIO`` splits at ``"\n"`` only, so a CR-only
+    file would be one line) and every line break inside an f-string dropped: Python 3.12
+    tokenizes an f-string's replacement fields (an ``NL`` inside its braces), older Pythons
+    read the whole f-string as one ``STRING``; here every Python sees it as one token range,
+    so a ``# noqa`` is never placed or read inside its braces (a comment there does not
+    compile before 3.12)."""
     try:
-        # One "\n" per physical line (CR-only and CRLF too): io.StringIO splits at "\n" only,
-        # so a CR-only file would be one line and its noqa comments mapped to none.
         flat = (
             line.rstrip("\r\n") + "\n" if line.endswith(("\r", "\n")) else line for line in lines
         )
         tokens = list(tokenize.generate_tokens(iter([*flat, ""]).__next__))
     except (tokenize.TokenError, SyntaxError, IndentationError):
+        return None
+    depth = 0
+    kept = []
+    for token in tokens:
+        if token.type == _FSTRING_START:
+            depth += 1
+        elif token.type == _FSTRING_END:
+            depth -= 1
+        elif depth and token.type in (tokenize.NL, tokenize.NEWLINE):
+            continue
+        kept.append(token)
+    return kept
+
+
+def _noqa_line_mapping(lines: list[str]) -> dict[int, str]:
+    """Map each line number to the text flake8 searches for ``noqa`` (its ``processor``)."""
+    mapping: dict[int, str] = {}
+    tokens = _tokens(lines)
+    if tokens is None:
         return {}
     min_line = len(lines) + 2
     max_line = -1
@@ -135,36 +161,59 @@ def noqa_checker(text: str, disable_noqa: bool = False) -> Callable[[str, int], 
     return suppressed
 
 
-def _token_ranges(lines: list[str]) -> dict[int, int]:
-    """For each line inside a multi-line token (string, continuation): the last line of that
-    logical line, where a ``# noqa`` comment can go."""
+def _token_ranges(lines: list[str]) -> tuple[dict[int, int], dict[int, int]]:
+    """(last, comment): for each line inside a multi-line token (string, f-string,
+    continuation), the last line of that logical line, where a ``# noqa`` comment can go; and
+    for each line holding a comment token, the column where that comment starts."""
     last: dict[int, int] = {}
-    try:
-        flat = (  # one "\n" per physical line, as in _noqa_line_mapping (CR-only files)
-            line.rstrip("\r\n") + "\n" if line.endswith(("\r", "\n")) else line for line in lines
-        )
-        tokens = list(tokenize.generate_tokens(iter([*flat, ""]).__next__))
-    except (tokenize.TokenError, SyntaxError, IndentationError):
-        return {}
+    comment: dict[int, int] = {}
+    tokens = _tokens(lines)
+    if tokens is None:
+        return {}, {}
     first = None
-    for tok_type, _, (start_line, _), (end_line, _), _ in tokens:
+    for tok_type, _, (start_line, start_col), (end_line, _), _ in tokens:
         if tok_type in (tokenize.ENDMARKER, tokenize.DEDENT):
             continue
+        if tok_type == tokenize.COMMENT:
+            comment[start_line] = start_col
         first = start_line if first is None else first
         if tok_type in (tokenize.NL, tokenize.NEWLINE):
             for number in range(first, end_line + 1):
                 last[number] = end_line
             first = None
-    return last
+    return last, comment
+
+
+def _with_codes(body: str, missing: list[str], comment_at: int | None) -> str | None:
+    """``body`` (one physical line, no line break) with ``missing`` codes suppressed: joined to
+    the line's own ``# noqa: CODES`` comment, else in a new comment at its end. None when the
+    first ``# noqa`` on the line (the one flake8 reads) is not in a comment but in a string:
+    nothing written there would be read, and the string is the program's data."""
+    match = NOQA_INLINE.search(body)
+    if match is None:
+        return f"{body.rstrip()}  # noqa: {', '.join(missing)}"
+    if comment_at is None or match.start() < comment_at:
+        return None
+    if not match.group("codes"):
+        return None  # a bare one already covers every code (not reached)
+    head = body[: match.end()].rstrip(", \t")
+    between, rest = body[len(head) : match.end()], body[match.end() :]
+    if rest:  # a reason after the codes stays apart from them, with its own blanks
+        gap = between[len(between) - len(between.lstrip(",")) :].lstrip(",")
+        rest = (gap if gap and not gap.strip() else " ") + rest
+    return f"{head}, {', '.join(missing)}{rest}"
 
 
 def add_noqa(text: str, found: Iterable[tuple[int, str]]) -> tuple[str, int]:
     """``text`` with ``# noqa: CODE`` written for each ``(line, code)``: (new text, lines
-    changed). The comment goes at the end of the logical line (after a multi-line string),
-    codes join an existing ``# noqa: ...``; a code already covered is left alone, so a second
-    run changes nothing."""
+    changed). The comment goes at the end of the logical line (after a multi-line string or
+    f-string), codes join an existing ``# noqa: ...`` comment before its reason; a code
+    already covered is left alone, so a second run changes nothing. A line whose first
+    ``# noqa`` is inside a string is left alone. Every line written must then suppress its
+    codes as ``check`` reads the new text, and the new text must compile to the same program
+    (its ``ast``); a line that does not is not written."""
     lines = split_lines(text)
-    last = _token_ranges(lines)
+    last, comments = _token_ranges(lines)
     wanted: dict[int, list[str]] = {}
     for number, code in found:
         target = last.get(number, number)
@@ -172,19 +221,39 @@ def add_noqa(text: str, found: Iterable[tuple[int, str]]) -> tuple[str, int]:
             codes = wanted.setdefault(target, [])
             if code not in codes:
                 codes.append(code)
-    changed = 0
+    edits: dict[int, str] = {}
     for target, wanted_codes in sorted(wanted.items()):
         line = lines[target - 1]
         body = line.rstrip("\r\n")
-        ending = line[len(body) :]
         missing = [code for code in wanted_codes if not is_suppressed(code, body)]
-        if not missing:
-            continue
-        match = NOQA_INLINE.search(body)
-        if match is not None and match.group("codes"):
-            body = f"{body[: match.end()].rstrip(', ')}, {', '.join(missing)}{body[match.end() :]}"
-        else:
-            body = f"{body.rstrip()}  # noqa: {', '.join(missing)}"
-        lines[target - 1] = body + ending
-        changed += 1
-    return "".join(lines), changed
+        if missing:
+            new = _with_codes(body, missing, comments.get(target))
+            if new is not None:
+                edits[target] = new + line[len(body) :]
+    if not edits:
+        return text, 0
+    new_lines = list(lines)
+    for target, new in edits.items():
+        new_lines[target - 1] = new
+    new_text = "".join(new_lines)
+    if not _same_program(text, new_text):
+        return text, 0
+    covered = noqa_checker(new_text)
+    for target in list(edits):
+        if not all(covered(code, target) for code in wanted[target]):
+            del edits[target]  # not read as a suppression: leave the line as it was
+            new_lines[target - 1] = lines[target - 1]
+    return "".join(new_lines), len(edits)
+
+
+def _same_program(old: str, new: str) -> bool:
+    """Whether ``new`` compiles to the same syntax tree as ``old`` (comments only differ)."""
+    import ast
+    import warnings
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return ast.dump(ast.parse(old)) == ast.dump(ast.parse(new))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False

@@ -43,7 +43,10 @@ def guard_import_problem(value: object) -> str | None:
     """Why ``value`` is not a dotted ``module.name`` the fixer can import, or None."""
     if not (isinstance(value, str) and _is_dotted(value, 2)):
         return f"guard-import must be a dotted `module.name`, not {value!r}"
-    return None
+    from lint_rules.guard_import import guard_name_problem
+
+    problem = guard_name_problem(value)
+    return f"guard-import {value!r}: {problem}" if problem else None
 
 
 def guard_config_problem(value: object) -> str | None:

@@ -78,3 +78,60 @@ def run_in_process(args: list[str], cwd: Path) -> Any:
     finally:
         os.chdir(before)
     return subprocess.CompletedProcess(args, code, out.getvalue(), err.getvalue())
+
+
+def other_grammar_python() -> str | None:
+    """An interpreter on the other side of Python 3.12's grammar change (PEP 701 f-strings)
+    from this one: a 3.12 or later when this is older, else a 3.11 or older; None if none is
+    installed (python3.X on PATH, or pyenv's)."""
+    import glob
+    import subprocess
+
+    newer = sys.version_info < (3, 12)
+    minors = range(12, 15) if newer else range(11, 8, -1)
+    candidates = [shutil.which(f"python3.{minor}") or "" for minor in minors]
+    for minor in minors:
+        pattern = os.path.expanduser(f"~/.pyenv/versions/3.{minor}.*/bin/python3")
+        candidates += sorted(glob.glob(pattern))
+    for path in filter(None, candidates):
+        done = subprocess.run(
+            [path, "-c", "import sys; print(sys.version_info >= (3, 12))"],
+            capture_output=True,
+            text=True,
+        )
+        if done.returncode == 0 and done.stdout.strip() == str(newer):
+            return path
+    return None
+
+
+OTHER_GRAMMAR_SCRIPT = """
+import json, sys
+from lint_rules.noqa import add_noqa
+job = json.loads(sys.stdin.read())
+def compiles(text):
+    try:
+        compile(text.encode("utf-8"), "<fuzz>", "exec", dont_inherit=True)
+    except (SyntaxError, ValueError):
+        return False
+    return True
+theirs = add_noqa(job["text"], [tuple(f) for f in job["found"]])[0] if job["found"] else None
+print(json.dumps({"input": compiles(job["text"]), "ours": [compiles(t) for t in job["outputs"]],
+                  "theirs": theirs}))
+"""
+
+
+def on_other_grammar(python: str, text: str, outputs: list[str], found: list) -> dict:
+    """Run by ``python`` (``other_grammar_python``): whether ``text`` and each of ``outputs``
+    compile there, and ``add_noqa(text, found)`` as that Python writes it (``theirs``)."""
+    import json
+    import subprocess
+
+    root = str(Path(__file__).resolve().parent.parent)
+    env = {**os.environ, "PYTHONPATH": root, "PYTHONDONTWRITEBYTECODE": "1"}
+    job = json.dumps({"text": text, "outputs": outputs, "found": found})
+    done = subprocess.run(
+        [python, "-c", OTHER_GRAMMAR_SCRIPT], input=job, capture_output=True, text=True, env=env
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    result: dict = json.loads(done.stdout)
+    return result

@@ -2,7 +2,7 @@
 
 Both interrupts are made deterministic: the first by an import hook that raises
 ``KeyboardInterrupt`` while the command's modules load, the second by sending SIGINT to the
-process from inside ``os.replace``, just after the file has been renamed into place.
+process from inside ``exchange._exchange``, just after the file has been swapped into place.
 """
 
 from __future__ import annotations
@@ -33,14 +33,16 @@ sys.exit(main(["check", "."]))
 
 AFTER_RENAME = """
 import os, signal, sys
+from lint_rules import exchange as swap
 
-real = os.replace
+real = swap._exchange
 
-def replace(src, dst):
-    real(src, dst)
+def exchange(src, dst):
+    swapped = real(src, dst)
     os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C the moment the file is in place
+    return swapped
 
-os.replace = replace
+swap._exchange = exchange
 from lint_rules.cli import main
 sys.exit(main(["fix", "--jobs", "1", "--isolated", "."]))
 """

@@ -3,9 +3,10 @@ TE calls spliced in, nested 5 to 120 levels deep (blocks and parentheses), somet
 libcst's depth limit (a 520-term sum), with LF, CRLF and CR newlines, tab or space indentation,
 trailing comments of any indentation and no final newline.
 
-Each output compiles (as text, and as the bytes it would be written as), keeps every comment
-token, keeps the final newline, and is idempotent (``test_fuzz.check_program``). The ``slow``
-test is the long hunt; the quick one runs a few examples in the default tier.
+Each output compiles (as text, and as the bytes it would be written as, and under a Python
+across 3.12's grammar change where one is installed: ``helpers.other_grammar_python``), keeps
+every comment token, keeps the final newline, and is idempotent (``test_fuzz.check_program``).
+The ``slow`` test is the long hunt; the quick one runs a few examples in the default tier.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import hypothesmith
 import pytest
 from fuzz_profiles import fuzz_settings
+from helpers import on_other_grammar, other_grammar_python
 from hypothesis import assume, example, given
 from hypothesis import strategies as st
 from test_fuzz import GUARD_SETTINGS, check_program, parses, te_programs
@@ -22,6 +24,7 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore::DeprecationWarning"),
 ]
 
+OTHER = other_grammar_python()
 TRAILERS = ["", "\t# old_forward = self.fc(x)\n\t# return old_forward\n", "  # tail\n", "# end\n"]
 
 
@@ -71,6 +74,9 @@ def check_guard(source: str) -> None:
         return
     new = checked.fixed.text
     compile(new.encode("utf-8"), "<fixed>", "exec", dont_inherit=True)
+    if OTHER is not None and new != source:  # the other grammar (across 3.12) too
+        there = on_other_grammar(OTHER, source, [new], [])
+        assert there["ours"] == [True] or not there["input"], f"does not compile on {OTHER}"
     for ending in ("\r\n", "\r", "\n"):
         if source.endswith(ending):
             assert new.endswith(ending), f"final {ending!r} lost"

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from helpers import cli
 
+from lint_rules import exchange as swap
 from lint_rules import fileio
 from lint_rules.fileio import SourceError, read_source, write_source_atomic
 
@@ -186,7 +187,7 @@ def test_temp_file_is_beside_target_synced_and_renamed(
     path = tmp_path / "target.py"
     path.write_bytes(b"x = 1\n")
     calls: list[tuple[str, object]] = []
-    real_fsync, real_replace = os.fsync, os.replace
+    real_fsync, real_replace, real_exchange = os.fsync, os.replace, swap._exchange
 
     def fsync(fd: int) -> None:
         calls.append(("fsync", fd))
@@ -197,8 +198,15 @@ def test_temp_file_is_beside_target_synced_and_renamed(
         assert Path(src).read_bytes() == b"x = 2\n"  # complete before the rename
         real_replace(src, dst)
 
+    def exchange(src: str, dst: str) -> bool:
+        if not calls or calls[-1][0] != "replace":
+            calls.append(("replace", (src, dst)))
+            assert Path(src).read_bytes() == b"x = 2\n"  # complete before the swap
+        return real_exchange(src, dst)
+
     monkeypatch.setattr(os, "fsync", fsync)
     monkeypatch.setattr(os, "replace", replace)
+    monkeypatch.setattr(swap, "_exchange", exchange)
     write_source_atomic(read_source(path), "x = 2\n")
     kinds = [kind for kind, _ in calls]
     assert "replace" in kinds and kinds.index("fsync") < kinds.index("replace")
@@ -209,7 +217,7 @@ def test_temp_file_is_beside_target_synced_and_renamed(
     assert path.read_bytes() == b"x = 2\n"
 
 
-@pytest.mark.parametrize("failing", ["write", "fsync", "replace", "fchmod"])
+@pytest.mark.parametrize("failing", ["write", "fsync", "replace", "fchmod", "_exchange"])
 def test_failed_write_leaves_original_and_no_temp(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failing: str
 ) -> None:
@@ -220,7 +228,9 @@ def test_failed_write_leaves_original_and_no_temp(
     def boom(*args: object, **kwargs: object) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(os, failing, boom)
+    if failing == "replace":  # the rename of platforms that cannot swap two names
+        monkeypatch.setattr(swap, "_renameat2", False)
+    monkeypatch.setattr(swap if failing == "_exchange" else os, failing, boom)
     with pytest.raises(SourceError) as caught:
         write_source_atomic(source, "x = 2\n")
     monkeypatch.undo()

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+import lint_rules.exchange as swap
 import lint_rules.fileio as fileio
 from lint_rules.cli import main
 
@@ -48,23 +49,125 @@ def test_a_save_while_the_copy_is_synced_is_kept(
     assert "changed on disk since it was read" in capsys.readouterr().err
 
 
-def test_a_save_just_before_the_rename_is_put_back(
+NEEDS_SWAP = pytest.mark.skipif(
+    not swap._exchange_supported(), reason="needs renameat2 (Linux)"
+)
+
+
+def at_the_swap(monkeypatch: pytest.MonkeyPatch, *actions: object) -> list[str]:
+    """Run ``actions[i]`` right before the i-th swap of ``fix``'s file (the window between
+    the last check and the rename); returns the temporary names swapped."""
+    real, calls = swap._exchange, []
+
+    def exchange(temp: str, target: str) -> bool:
+        if len(calls) < len(actions):
+            actions[len(calls)]()  # type: ignore[operator]
+        calls.append(temp)
+        return real(temp, target)
+
+    monkeypatch.setattr(swap, "_exchange", exchange)
+    return calls
+
+
+def fixed_nothing(err: str) -> None:
+    assert "another program wrote the file while fix replaced it" in err, err
+    assert "fixed m.py" not in err and "1 fixed" not in err
+
+
+@NEEDS_SWAP
+def test_an_in_place_save_right_before_the_swap_is_kept(
     module: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A save landing on the old file in the instant between the last check and the rename is
-    found through the fd held since then: the saved content is restored and reported."""
-    real = os.replace
+    """A save landing on the file read, after the last check and before the swap: the swap
+    puts that file back (the file itself, never a copy), and the file is not fixed."""
+    at_the_swap(monkeypatch, lambda: module.write_text(MODULE + SAVED))
+    assert main(["fix", "--no-cache", "m.py"]) == 2
+    assert module.read_text() == MODULE + SAVED
+    fixed_nothing(capsys.readouterr().err)
+    assert [p.name for p in module.parent.iterdir()] == ["m.py"]
+
+
+@NEEDS_SWAP
+def test_an_in_place_save_straddling_the_swap_is_kept(
+    module: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Reproducer #04: the editor's ``open(O_TRUNC)`` lands before the swap, its ``write``
+    after fix is done. The truncated file is the one found at the path, so it goes back, and
+    the write lands in the file the path names: never an empty file."""
+    editor: list = []
+    at_the_swap(monkeypatch, lambda: editor.append(open(module, "w")))  # noqa: SIM115
+    assert main(["fix", "--no-cache", "m.py"]) == 2
+    editor[0].write(MODULE + SAVED)
+    editor[0].close()
+    assert module.read_text() == MODULE + SAVED
+    fixed_nothing(capsys.readouterr().err)
+
+
+@NEEDS_SWAP
+def test_an_atomic_save_right_before_the_swap_is_kept(
+    module: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Reproducer #05: the editor renames its copy over the file after the last check: the
+    swap takes the editor's file out of the path, finds it is not the file read, and swaps
+    it back. ``fix`` never says ``fixed``."""
+
+    def atomic_save() -> None:
+        module.with_name("m.py.swp").write_text(MODULE + SAVED)
+        os.replace(module.with_name("m.py.swp"), module)
+
+    at_the_swap(monkeypatch, atomic_save)
+    assert main(["fix", "--no-cache", "m.py"]) == 2
+    assert module.read_text() == MODULE + SAVED
+    fixed_nothing(capsys.readouterr().err)
+    assert [p.name for p in module.parent.iterdir()] == ["m.py"]
+
+
+@NEEDS_SWAP
+@pytest.mark.parametrize("second", ["atomic", "in place"])
+def test_two_saves_around_the_swap_back_keep_both(
+    module: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], second: str
+) -> None:
+    """An in-place save before the swap, then a save (atomic, or into the fixed copy then at
+    the path) before the swap back: the newest save is at the path, the other one beside it
+    under the name the error gives."""
+
+    def atomic_save() -> None:
+        module.with_name("m.py.swp").write_text(MODULE + SAVED + SAVED)
+        os.replace(module.with_name("m.py.swp"), module)
+
+    def in_place_save() -> None:
+        module.write_text(MODULE + SAVED + SAVED)
+
+    then = atomic_save if second == "atomic" else in_place_save
+    at_the_swap(monkeypatch, lambda: module.write_text(MODULE + SAVED), then)
+    assert main(["fix", "--no-cache", "m.py"]) == 2
+    assert module.read_text() == MODULE + SAVED + SAVED
+    err = capsys.readouterr().err
+    fixed_nothing(err)
+    kept = [p for p in module.parent.iterdir() if p.name != "m.py"]
+    assert len(kept) == 1 and kept[0].read_text() == MODULE + SAVED and kept[0].name in err
+
+
+def test_without_the_swap_an_in_place_save_straddling_the_rename_is_kept(
+    module: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Where names cannot be swapped, the file read stays linked across the rename and is
+    moved back when it was written to: the save's write lands in the file at the path."""
+    monkeypatch.setattr(swap, "_renameat2", False)
+    real, editor = os.replace, []
 
     def replace(src: str, dst: str) -> None:
-        if dst.endswith("m.py") and SAVED not in Path(dst).read_text():
-            with open(dst, "a") as handle:
-                handle.write(SAVED)
+        if not editor and dst.endswith("m.py"):
+            editor.append(open(dst, "w"))  # noqa: SIM115
         real(src, dst)
 
     monkeypatch.setattr(fileio.os, "replace", replace)
     assert main(["fix", "--no-cache", "m.py"]) == 2
+    editor[0].write(MODULE + SAVED)
+    editor[0].close()
     assert module.read_text() == MODULE + SAVED
-    assert "changed on disk while it was being written" in capsys.readouterr().err
+    fixed_nothing(capsys.readouterr().err)
+    assert [p.name for p in module.parent.iterdir()] == ["m.py"]
 
 
 def test_a_rename_style_save_after_the_read_is_not_overwritten(module: Path) -> None:

@@ -29,6 +29,7 @@ import ast
 from collections.abc import Callable, Sequence
 
 from lint_rules.analysis import prefilter
+from lint_rules.deep import deep
 from lint_rules.findings import Evidence
 
 PREFIX = "built:"
@@ -230,10 +231,11 @@ class Answers:
     def _data(self, path: str) -> bytes:
         data = self._bytes.get(path)
         if data is None:
-            try:
-                with open(path, "rb") as file:
-                    data = file.read()
-            except OSError:
+            from lint_rules.fileio import SourceError, read_regular
+
+            try:  # never a FIFO (it could block forever) nor a device (/dev/zero never ends)
+                data = read_regular(path)
+            except SourceError:
                 data = b""
             if self._kept + len(data) <= self.KEEP_BYTES:
                 self._bytes[path] = data
@@ -259,19 +261,27 @@ class Answers:
         only the statements whose lines spell the name are walked); None if unparsable."""
         key = (path, name)
         if key not in self._scans:
-            data = self._data(path)
-            if path not in self._trees:
-                try:
-                    self._trees[path] = ast.parse(data)
-                except (SyntaxError, ValueError):
-                    self._trees[path] = None
-            tree = self._trees[path]
-            scan = None
-            if tree is not None:
-                scan = _Scan(prefilter.lines_spelling(data, name.encode()))
-                scan.body(tree.body, frozenset(), None)
-            self._scans[key] = scan
+            try:  # a long expression (a generated table) is parsed and walked in a deep stack
+                self._scans[key] = self._scan(path, name)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                self._trees[path] = None
+                self._scans[key] = None
         return self._scans[key]
+
+    @deep
+    def _scan(self, path: str, name: str) -> _Scan | None:
+        data = self._data(path)
+        if path not in self._trees:
+            try:
+                self._trees[path] = ast.parse(data)
+            except (SyntaxError, ValueError):
+                self._trees[path] = None
+        tree = self._trees[path]
+        if tree is None:
+            return None
+        scan = _Scan(prefilter.lines_spelling(data, name.encode()))
+        scan.body(tree.body, frozenset(), None)
+        return scan
 
     def answer(self, key: str) -> tuple[Evidence, ...] | None:
         """Where the run builds the question's class, when it builds it only where the

@@ -14,6 +14,7 @@ import ast
 from dataclasses import replace
 
 from lint_rules.analysis.classes import Classes
+from lint_rules.analysis.fold import fold_local
 from lint_rules.analysis.kinds import Kind, Tag
 from lint_rules.analysis.lifecycle import Judgement
 from lint_rules.analysis.resolve import Callee, TEModule, Unresolved
@@ -214,6 +215,12 @@ class FixBuilder:
             applicability = "unsafe"  # another file of the project may re-arm it
             note = "re-arming in other files is not seen here: check the project first"
         folded = self._fold_local(changed, scope)
+        if folded is None:  # the local would stay, unused (F841), or read dynamically
+            applicability = "unsafe"
+            note = note or (
+                f"leaves `{getattr(changed, 'id', '')}` assigned and never used: delete it"
+            )
+            folded = ()
         none = Fix(
             (Edit(outer_start, outer_end, f"{prefix}{replacement}"), *folded),
             applicability=applicability,
@@ -276,51 +283,14 @@ class FixBuilder:
             return self.value_fix(arg, scope, repeated, callee, judgement=judgement)
         return self.value_fix(arg, scope, repeated, callee, f"{FLAG}=", judgement)
 
-    def _fold_local(self, value: ast.expr, scope: Scope | None) -> tuple[Edit, ...]:
-        """With ``None`` in place of a local read only here, the edits that delete the local's
-        one assignment too, when evaluating it can only read (no call, ``await``, ``yield``
-        or ``:=``) and the statement stands alone on its lines with no comment: what
-        pyflakes would otherwise report as a local assigned and never used (F841)."""
-        if not isinstance(value, ast.Name) or scope is None or scope.node is None:
-            return ()
-        if scope.lookup(value.id) is not scope or value.id in scope.params:
-            return ()
-        bindings = scope.bindings.get(value.id, [])
-        if len(bindings) != 1 or bindings[0].how != "assign" or bindings[0].value is None:
-            return ()
-        if has_effects(bindings[0].value) or self.source is None:
-            return ()
-        function = scope.node
-        loads = 0
-        statement = None
-        for node in ast.walk(function):
-            if isinstance(node, ast.Name) and node.id == value.id:
-                if not isinstance(node.ctx, ast.Load):
-                    if isinstance(node.ctx, ast.Del):
-                        return ()
-                    continue
-                loads += 1
-            elif isinstance(node, (ast.Global, ast.Nonlocal)) and value.id in node.names:
-                return ()
-            elif isinstance(node, ast.Assign) and node.value is bindings[0].value:
-                statement = node
-        if loads != 1 or statement is None or len(statement.targets) != 1:
-            return ()
-        if not isinstance(statement.targets[0], ast.Name):
+    def _fold_local(self, value: ast.expr, scope: Scope | None) -> tuple[Edit, ...] | None:
+        """The edits that delete a local read only here (``analysis.fold``); None when it
+        cannot be deleted and the fix would leave it unused."""
+        if self.source is None:
             return ()
         if self.source_lines is None:
             self.source_lines = ast_lines(self.source)
-        lines = self.source_lines
-        first, last = statement.lineno, statement.end_lineno or statement.lineno
-        if last >= len(lines):
-            return ()
-        head = lines[first - 1].encode("utf-8")[: statement.col_offset]
-        tail = lines[last - 1].encode("utf-8")[statement.end_col_offset or 0 :]
-        if head.strip() or tail.strip():
-            return ()  # shares its line with other code, or a comment follows
-        if any("#" in line for line in lines[first - 1 : last]):
-            return ()  # a comment inside it (or a string with a hash): left to the user
-        return (Edit((first, 0), (last + 1, 0), ""),)
+        return fold_local(value, scope, self.source_lines)
 
     def none_fix(self, value: ast.expr, callee: Callee, scope: Scope | None = None) -> Fix | None:
         """TEM005's fix: None whatever the strategy (``scope`` tells a forwarded parameter)."""

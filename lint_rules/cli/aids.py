@@ -18,14 +18,18 @@ EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
 
 def _toml(value: object) -> str:
+    """``value`` as a TOML value: a basic string escaped as TOML reads it back (JSON's string
+    escapes are a subset of TOML's), a boolean, or an array of strings."""
+    import json
+
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, tuple) and value and all(isinstance(v, tuple) for v in value):
         return "{" + ", ".join(f'"{glob}" = {_toml(codes)}' for glob, codes in value) + "}"
     if isinstance(value, (tuple, list, frozenset)):
         items = sorted(value) if isinstance(value, frozenset) else value
-        return "[" + ", ".join(f'"{item}"' for item in items) + "]"
-    return f'"{value}"'
+        return "[" + ", ".join(json.dumps(str(item), ensure_ascii=False) for item in items) + "]"
+    return json.dumps(str(value), ensure_ascii=False)
 
 
 def show_settings(config: Configuration, path: str) -> int:
@@ -50,16 +54,27 @@ def show_settings(config: Configuration, path: str) -> int:
 
 def show_files(discovery: Discovery) -> int:
     """Every file ``check`` would read, one per line, in the order it reads them."""
+    from lint_rules.cli.running import shown_path
+
     for path in discovery.files:
-        print(path)
+        print(shown_path(path))
     for path, reason in discovery.errors:
-        print(f"{path}: error: {reason}", file=sys.stderr)
+        print(f"{shown_path(path)}: error: {reason}", file=sys.stderr)
     return EXIT_ERROR if discovery.errors else EXIT_CLEAN
 
 
-def add_noqa(findings: Sequence, quiet: bool) -> tuple[int, list[tuple[str, str]]]:
+def add_noqa(
+    findings: Sequence,
+    quiet: bool,
+    checked: dict[str, str] | None = None,
+    settings_of: Callable[[str], Any] | None = None,
+    job: Any = None,
+) -> tuple[int, list[tuple[str, str]]]:
     """Write ``# noqa: CODE`` on the lines of ``findings`` (``check``'s, after selection), with
-    the atomic write ``fix`` uses: (lines changed, errors)."""
+    the atomic write ``fix`` uses: (lines changed, errors). ``checked``: the digest of the text
+    each file was checked in (``running.content_digest``); a file whose text differs now was
+    edited since, its line numbers are stale, and it is reported, not written."""
+    from lint_rules.cli.running import content_digest
     from lint_rules.fileio import SourceError, read_source, signals_held, write_source_atomic
     from lint_rules.noqa import add_noqa as with_noqa
 
@@ -71,6 +86,13 @@ def add_noqa(findings: Sequence, quiet: bool) -> tuple[int, list[tuple[str, str]
     for path, found in by_path.items():
         try:
             source = read_source(path)
+            digest = (checked or {}).get(path)
+            if digest is not None and settings_of is not None and job is not None:
+                now = content_digest(settings_of(path), job.disable_noqa, source.raw)
+                if now != digest:
+                    raise SourceError(
+                        path, "file changed on disk since it was checked; no `# noqa` added"
+                    )
             text, changed = with_noqa(source.text, found)
             if changed:
                 with signals_held():
@@ -113,13 +135,70 @@ def watch(
     status = run()
     roots = [p if os.path.isdir(p) else os.path.dirname(os.path.abspath(p)) for p in paths]
     print(f"{PROG}: watching for changes (Ctrl-C stops)", file=sys.stderr, flush=True)
-    seen = changes(*roots, watch_filter=relevant, raise_interrupt=False, stop_event=stop_event)
-    for runs, _ in enumerate(seen, 1):
-        print(f"{PROG}: change seen, checking again", file=sys.stderr, flush=True)
-        status = run()
-        if stop_after is not None and runs >= stop_after:
-            break
-    return status
+    runs = 0
+    marks = _identities(roots)
+    while True:
+        # A watch lives on the directories it started on: one deleted and made again (a branch
+        # switch, a regenerated folder) is a new directory, so the roots are compared every
+        # second and the watch started again on the new ones (a run first: files may have
+        # changed in between).
+        if not _wait_for(roots, stop_event):
+            return status
+        if marks != _identities(roots):
+            marks = _identities(roots)
+            runs += 1
+            print(f"{PROG}: change seen, checking again", file=sys.stderr, flush=True)
+            status = run()
+            if stop_after is not None and runs >= stop_after:
+                return status
+        seen = changes(
+            *roots,
+            watch_filter=relevant,
+            raise_interrupt=False,
+            stop_event=stop_event,
+            rust_timeout=1000,
+            yield_on_timeout=True,
+        )
+        moved = False
+        for found in seen:
+            if marks != _identities(roots):
+                moved = True
+                break
+            if not found:
+                continue
+            runs += 1
+            print(f"{PROG}: change seen, checking again", file=sys.stderr, flush=True)
+            status = run()
+            if stop_after is not None and runs >= stop_after:
+                return status
+        if not moved:
+            return status  # Ctrl-C, or ``stop_event``
+
+
+def _identities(roots: Sequence[str]) -> list[tuple[int, int] | None]:
+    out: list[tuple[int, int] | None] = []
+    for root in roots:
+        try:
+            info = os.stat(root)
+        except OSError:
+            out.append(None)
+            continue
+        out.append((info.st_dev, info.st_ino))
+    return out
+
+
+def _wait_for(roots: Sequence[str], stop_event: Any) -> bool:
+    """Wait until every root exists again (False: stopped first, by Ctrl-C or the event)."""
+    import time
+
+    try:
+        while not all(os.path.isdir(root) for root in roots):
+            if stop_event is not None and stop_event.is_set():
+                return False
+            time.sleep(0.5)
+    except KeyboardInterrupt:
+        return False
+    return True
 
 
 def project_root(path: str) -> str:

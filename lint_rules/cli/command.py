@@ -183,6 +183,7 @@ def run_check(args: argparse.Namespace, config: Configuration, discovery: Discov
     adding = getattr(args, "add_noqa", False)
     streaming = args.format in TEXT_FORMATS and not args.statistics and not adding
     findings = []
+    checked: dict[str, str] = {}  # --add-noqa: the digest of the text each file was checked in
     problems = [Problem(path, reason) for path, reason in discovery.errors]
     applies = _applies(config)
     with _output(args, discovery.files) as out:
@@ -193,6 +194,7 @@ def run_check(args: argparse.Namespace, config: Configuration, discovery: Discov
                 cache.put(outcome)
             if outcome.error:
                 problems.append(_problem(outcome))
+            checked[outcome.path] = outcome.digest
             settings = config.settings_of(outcome.path) if outcome.findings else None
             kept = [f for f in outcome.findings if settings and settings.reports(f.code)]
             if streaming and kept:
@@ -209,7 +211,7 @@ def run_check(args: argparse.Namespace, config: Configuration, discovery: Discov
     if adding:
         from lint_rules.cli.aids import add_noqa
 
-        added, errors = add_noqa(findings, args.quiet)
+        added, errors = add_noqa(findings, args.quiet, checked, config.settings_of, job)
         _report(errors)
         if not args.quiet:
             print(f"{PROG}: added `# noqa` to {_count(added, 'line')}", file=sys.stderr)

@@ -251,10 +251,11 @@ def run_crossfile(
             path = plan.files[found[0]] if len(found) == 1 else None
             missing[guard] = None
             if path is not None:
-                try:
-                    with open(path, "rb") as file:
-                        spelled = name.encode() in file.read()
-                except OSError:
+                from lint_rules.fileio import SourceError, read_regular
+
+                try:  # never a FIFO (it could block) or a device
+                    spelled = name.encode() in read_regular(path)
+                except SourceError:
                     spelled = True
                 missing[guard] = None if spelled else os.path.normpath(path)
         return missing[guard]

@@ -9,17 +9,17 @@ from lint_rules.settings import Settings
 
 
 def only_applicable_fixes(text: str, findings: list, disable_noqa: bool) -> list:
-    """The findings, with no fix where ``fix`` would not apply it (a ``# noqa`` on a line the
-    fix spans, comments it cannot keep, an overlap), so that every face counts as ``fix`` does."""
+    """The findings, with no fix where ``fix`` would not apply it (inside an f-string's ``=``
+    debug text, a ``# noqa`` on a line the fix spans, comments it cannot keep, an overlap: the
+    rules of ``fixing.plan_edits``), so that every face counts as ``fix`` does."""
     if not any(f.fix is not None for f in findings):
         return findings
     import dataclasses
 
-    from lint_rules.fixing import apply_edits
-    from lint_rules.noqa import noqa_checker
+    from lint_rules.fixing import plan_edits
 
     fixable = [f for f in findings if f.fix is not None]
-    _, _, _, skipped = apply_edits(text, fixable, noqa_checker(text, disable_noqa))
+    _, _, _, skipped = plan_edits(text, fixable, disable_noqa)
     if not skipped:
         return findings
     dropped = {id(f) for f in skipped}

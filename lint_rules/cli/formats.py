@@ -95,6 +95,8 @@ def format_text(findings: Sequence[Reported], style: Style = PLAIN, concise: boo
     code are painted and a safe fix is marked ``CODE [*] message``, as ruff shows it. Each
     evidence step follows as ``  note: path:line: message`` (``concise``: in brackets on the
     finding's line instead)."""
+    from lint_rules.cli.running import shown_path  # a file name never forges a line
+
     out = []
     for f in findings:
         message = one_line(f) if concise else f.message
@@ -104,12 +106,13 @@ def format_text(findings: Sequence[Reported], style: Style = PLAIN, concise: boo
             message = f"{style.paint(code, RED)}{mark} {rest}"
         colon = style.paint(":", CYAN)
         out.append(
-            f"{style.paint(f.path, BOLD)}{colon}{f.line}{colon}{f.column}{colon} {message}\n"
+            f"{style.paint(shown_path(f.path), BOLD)}{colon}{f.line}{colon}{f.column}{colon} "
+            f"{message}\n"
         )
         if concise:
             continue
         for path, line, _, text in f.evidence:
-            where = f"{path}:{line}: " if line else ""
+            where = f"{shown_path(path)}:{line}: " if line else ""
             out.append(f"  {style.paint('note:', CYAN)} {where}{text}\n")
     return "".join(out)
 

@@ -154,7 +154,9 @@ def _location(path: str, root: str) -> dict[str, Any]:
         return {"uri": Path(os.path.abspath(path)).as_uri()}
     from urllib.parse import quote
 
-    return {"uri": quote(relative), "uriBaseId": SRCROOT}
+    # The name's own bytes, percent-encoded: a name that is not UTF-8 (read back as lone
+    # surrogates) has no other spelling in a URI.
+    return {"uri": quote(os.fsencode(relative)), "uriBaseId": SRCROOT}
 
 
 def _physical(path: str, root: str, line: int, column: int = 0) -> dict[str, Any]:
