@@ -213,8 +213,10 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "unresolved",
         _choice(UNRESOLVED_CHOICES),
-        "report",
-        "Calls whose callee cannot be resolved: `report` them or `ignore` them.",
+        "ignore",
+        "Calls whose callee nobody can show is TE (not resolved, a package that is not TE, a "
+        "TE look-alike, a CUDA-graphed callable): `ignore` them (the default) or `report` them "
+        "(strict; docs/rules.md).",
         '"report"',
         flake8=True,
         aliases=("--te-unresolved",),

@@ -53,7 +53,7 @@ class Settings:
     guard_functions: tuple[str, ...] = DEFAULT_GUARD_FUNCTIONS
     tracked_functions: tuple[str, ...] = ()
     import_helpers: tuple[str, ...] = DEFAULT_IMPORT_HELPERS
-    unresolved: str = "report"
+    unresolved: str = "ignore"
     fix_strategy: str = "none"
     guard_import: str = DEFAULT_GUARD_IMPORT
     guard_config: str = DEFAULT_GUARD_CONFIG
