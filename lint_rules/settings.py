@@ -54,6 +54,8 @@ class Settings:
     tracked_functions: tuple[str, ...] = ()
     import_helpers: tuple[str, ...] = DEFAULT_IMPORT_HELPERS
     unresolved: str = "ignore"
+    te_version: str = ""
+    """The TE release (``te-version``); ``""``: inferred per file (``te_release``)."""
     fix_strategy: str = "none"
     guard_import: str = DEFAULT_GUARD_IMPORT
     guard_config: str = DEFAULT_GUARD_CONFIG
@@ -214,6 +216,31 @@ def load_settings(pyproject: Path | None, overrides: dict[str, Any] | None = Non
     return settings.with_extra_guards(guards)
 
 
+def with_te_release(settings: Settings, folder: str) -> Settings:
+    """``settings`` with ``te-version`` inferred from the project of ``folder`` when it is not
+    set (``te_release.infer``), and where it came from in ``sources``."""
+    if settings.te_version:
+        return settings
+    key = (id(settings), folder)
+    known = _WITH_RELEASE.get(key)
+    if known is not None and known[0] is settings:
+        return known[1]
+    from lint_rules.te_release import infer
+
+    inferred = infer(folder)
+    sources = (
+        *(s for s in settings.sources if s[0] != "te_version"),
+        ("te_version", inferred.source),
+    )
+    result = replace(settings, te_version=inferred.version, sources=tuple(sorted(sources)))
+    _WITH_RELEASE[key] = (settings, result)
+    return result
+
+
+_WITH_RELEASE: dict[tuple[int, str], tuple[Settings, Settings]] = {}
+"""``with_te_release``'s answers (the settings object is kept, so its id is not reused)."""
+
+
 def has_table(pyproject: Path) -> bool:
     """Whether ``pyproject`` exists and has a ``[tool.te-microbatch-lint]`` table."""
     return pyproject.is_file() and _read_table(pyproject) is not None
@@ -296,11 +323,11 @@ class ConfigResolver:
         """Settings for a file (or, given a directory, for the files in it)."""
         if self.isolated:
             return self._load(None)
-        if self.config is not None:
-            return self._load(self.config)
         absolute = os.path.abspath(path)
         folder = absolute if os.path.isdir(absolute) else os.path.dirname(absolute)
-        return self._folder_settings(folder)
+        if self.config is not None:
+            return with_te_release(self._load(self.config), folder)
+        return with_te_release(self._folder_settings(folder), folder)
 
     def check_tree(self, root: str | Path, skip: Callable[[str], bool] | None = None) -> None:
         """Read and check now every configuration file at or below ``root`` (a directory).

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from lint_rules.analysis.kinds import NOT_TE, UNKNOWN, Kind, Tag, join, unknown
+from lint_rules.analysis.provenance import origin_of
 from lint_rules.te import FLAG, TE_ROOT
 
 if TYPE_CHECKING:
@@ -252,7 +253,9 @@ class Classes:
             return self.te_forward(te, above, above[0] if above else None, lineage)
         foreign = self.foreign_base(cls)
         if foreign:
-            return unknown(f"`{cls.name}` has {foreign}")
+            origins = [origin_of(k.name) for k in self.outside_bases(cls) if k.tag is Tag.QUALNAME]
+            origin = next((o for o in origins if o is not None), None)
+            return Kind(Tag.UNKNOWN, f"`{cls.name}` has {foreign}", origin=origin)
         return NOT_TE
 
 
