@@ -324,19 +324,25 @@ parameter changes what the caller asked for, so that fix is unsafe (`--unsafe-fi
 
 
 def callee_text(
-    spelling: str, te_class: str | None = None, resolved: bool = True, via: str = ""
+    spelling: str,
+    te_class: str | None = None,
+    resolved: bool = True,
+    via: str = "",
+    origin: str = "",
 ) -> str:
     """The ``{callee}`` of a message, from the call's spelling and what it resolved to.
 
     ``TE Linear `self.fc``` (a TE class), ``TE `te.fp8_autocast``` (the spelling already names
     the class: no doubled word; an in-file subclass passes its own name, ``TE MyLinear
     `self.a```), ``TE module `self.mlp``` (a TE module of unknown class),
-    ``unresolved `self.decoder.fc``` (the callee could not be resolved); ``via`` names a wrapper
-    that forwards the call, written as the call (``TE Linear `checkpoint(self.fc)```).
+    ``unresolved `self.decoder.fc``` (the callee could not be resolved; ``origin`` says where
+    it comes from: ``unresolved `self.fc` (from `nvidia_kitchen`, a TE look-alike)``); ``via``
+    names a wrapper that forwards the call, written as the call
+    (``TE Linear `checkpoint(self.fc)```).
     """
     shown = f"{via}({spelling})" if via else spelling
     if not resolved:
-        return f"{UNRESOLVED} `{shown}`"
+        return f"{UNRESOLVED} `{shown}` ({origin})" if origin else f"{UNRESOLVED} `{shown}`"
     if te_class is None:
         return f"TE module `{shown}`"
     if not via and spelling.rsplit(".", 1)[-1] == te_class:

@@ -30,6 +30,21 @@ _WRAPPED_FUNCTIONS = frozenset({Tag.FUNCTION, Tag.METHOD})
 """What a call's first argument is when the call wraps a function (not a module)."""
 
 
+def wrapper_of(wrapped: Kind, argument: ast.expr) -> Kind | None:
+    """What ``wrapper(f, ...)`` of a library is when ``f`` is a function that is not TE
+    (``fwd_bwd_wrapper(forward_step, "fwd")`` calls ``forward_step``): not TE, as what it
+    wraps; the wrapper of a name being resolved (``f = wrap(f)``) is that name (pending, so
+    its other bindings decide). None: the call is not known to wrap such a function."""
+    named = isinstance(argument, (ast.Name, ast.Attribute))
+    if wrapped.tag is Tag.PENDING and named:
+        return wrapped
+    if wrapped.tag in _WRAPPED_FUNCTIONS or (wrapped.tag is Tag.NOT_TE and named):
+        return NOT_TE
+    if wrapped.tag is Tag.QUALNAME and not wrapped.name.startswith(TE_ROOT):
+        return NOT_TE
+    return None
+
+
 _TORCH_MODULE_WRAPPERS = ("torch.nn.DataParallel", "torch.nn.parallel.", "torch.distributed.")
 """torch classes that call a module they are given: what they hold decides, so not known."""
 
@@ -71,12 +86,8 @@ def library_call(resolver: Resolver, qual: str, call: ast.Call, scope: Scope | N
     if torch_class(qual):
         return NOT_TE  # torch.nn.Linear(...) and the like
     if call.args and not isinstance(call.args[0], ast.Starred):
-        wrapped = resolver.resolve(call.args[0], scope)
-        if wrapped.tag in _WRAPPED_FUNCTIONS or (
-            wrapped.tag is Tag.QUALNAME and not wrapped.name.startswith(TE_ROOT)
-        ):
-            # `fwd_bwd_wrapper(forward_step, "fwd")`: a wrapper of a function that is not TE
-            # calls that function; it has the provenance of what it wraps.
-            return NOT_TE
+        wrapped = wrapper_of(resolver.resolve(call.args[0], scope), call.args[0])
+        if wrapped is not None:
+            return wrapped
     origin = origin_of(qual)
     return Kind(Tag.UNKNOWN, f"the result of `{qual}`", origin=origin)
