@@ -78,3 +78,13 @@ def run_in_process(args: list[str], cwd: Path) -> Any:
     finally:
         os.chdir(before)
     return subprocess.CompletedProcess(args, code, out.getvalue(), err.getvalue())
+
+
+SAMPLE_PYPROJECT = """[project]
+name = 'sample'
+
+[tool.te-microbatch-lint]
+unresolved = "report"
+"""
+"""The sample tree's (``fixtures/cli/project``) configuration: ``pkg/sub/unresolved.py`` is about
+callees nobody can show is TE, which only a strict project reports."""

@@ -142,7 +142,9 @@ def test_flake8_matches_markers(case: Path, catalogue_report: Report) -> None:
 @pytest.fixture(scope="session")
 def strict_report() -> Report:
     """ONE flake8 run over the catalogue as a strict user runs it (``unresolved = "report"``)."""
-    report = run_flake8("--select", "TEM", "--te-unresolved=report", str(CATALOGUE.relative_to(ROOT)))
+    report = run_flake8(
+        "--select", "TEM", "--te-unresolved=report", str(CATALOGUE.relative_to(ROOT))
+    )
     assert "Traceback" not in report.stderr, report.stderr
     return report
 
