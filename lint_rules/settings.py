@@ -221,13 +221,13 @@ def with_te_release(settings: Settings, folder: str) -> Settings:
     set (``te_release.infer``), and where it came from in ``sources``."""
     if settings.te_version:
         return settings
-    key = (id(settings), folder)
-    known = _WITH_RELEASE.get(key)
-    if known is not None and known[0] is settings:
-        return known[1]
     from lint_rules.te_release import infer
 
     inferred = infer(folder)
+    key = (id(settings), inferred)
+    known = _WITH_RELEASE.get(key)
+    if known is not None and known[0] is settings:
+        return known[1]  # one object per configuration and project (callers compare them)
     sources = (
         *(s for s in settings.sources if s[0] != "te_version"),
         ("te_version", inferred.source),
@@ -237,7 +237,7 @@ def with_te_release(settings: Settings, folder: str) -> Settings:
     return result
 
 
-_WITH_RELEASE: dict[tuple[int, str], tuple[Settings, Settings]] = {}
+_WITH_RELEASE: dict[tuple[int, object], tuple[Settings, Settings]] = {}
 """``with_te_release``'s answers (the settings object is kept, so its id is not reused)."""
 
 
