@@ -31,6 +31,7 @@ from lint_rules.rules import (
     format_message,
     shorten,
 )
+from lint_rules.settings import Settings
 
 PROJECT = Path(__file__).resolve().parent.parent
 REALISTIC_CALLEES = [
@@ -142,7 +143,8 @@ class Block:
         kw = {"is_first_microbatch": self.flag}
         return other.run(x, **kw)
 """
-    messages = sorted(f.message for f in analyze_source(source))
+    strict = Settings(unresolved="report")  # unresolved callees are quiet by default
+    messages = sorted(f.message for f in analyze_source(source, strict))
     assert messages == [
         "TEM001 is_first_microbatch given to TE Linear `self.fc` is not re-armed every step: "
         "pass None or guard it",
