@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from lint_rules.analysis.kinds import GRAPHED, NOT_TE, Kind, Tag, container
 from lint_rules.analysis.provenance import origin_of
-from lint_rules.analysis.symbols import Scope, optional_import
+from lint_rules.analysis.symbols import Scope, constant_str, optional_import
 from lint_rules.te import PASS_THROUGH, TE_GRAPH_FACTORY, TE_ROOT
 
 if TYPE_CHECKING:
@@ -64,6 +64,10 @@ def library_call(resolver: Resolver, qual: str, call: ast.Call, scope: Scope | N
         if imported is not None:
             return container([resolver.qualname_kind(imported), NOT_TE])
     short = qual.rsplit(".", 1)[-1]
+    if qual == "importlib.import_module" and call.args:
+        module = constant_str(call.args[0])
+        if module is not None and not module.startswith("."):
+            return Kind(Tag.QUALNAME, module)  # the module, as if imported
     if qual.startswith(TE_ROOT + ".") and short == TE_GRAPH_FACTORY:
         return GRAPHED
     if qual in PASS_THROUGH and call.args:

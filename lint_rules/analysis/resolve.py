@@ -64,6 +64,8 @@ _MODULE_VALUES = frozenset(
     {Tag.TE_INSTANCE, Tag.LOCAL_INSTANCE, Tag.CONTAINER, Tag.SELF, Tag.GRAPHED, Tag.NOT_TE}
 )
 MAPPING_STORES = frozenset({"update", "setdefault"})
+_VIEWS = frozenset({"values", "items"})
+"""``ModuleDict`` (or dict) views: their items are what the mapping holds."""
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _NO_CYCLE = 1 << 30
 
@@ -442,6 +444,12 @@ class Resolver:
             if name is not None:
                 return self.attribute_of(self.resolve(call.args[0], scope), name)
             return unknown("`getattr` with a name that is not a constant")
+        if isinstance(func, ast.Attribute) and func.attr in _VIEWS and not call.args:
+            base = self.resolve(func.value, scope)  # `self.layers.values()`, `.items()`
+            if base.tag is Tag.CONTAINER and base.element is not None:
+                if func.attr == "values":
+                    return Kind(Tag.CONTAINER, element=base.element)
+                return Kind(Tag.CONTAINER, element=container([NOT_TE, base.element]))
         if isinstance(func, ast.Attribute) and func.attr in RETURNS_SELF:
             base = self.resolve(func.value, scope)
             if base.tag in _MODULE_VALUES:
