@@ -47,7 +47,7 @@ class LookAlike:
     family: LookAlikeFamily
 
     def describe(self) -> str:
-        return f"from `{self.family.package}`, a TE look-alike"
+        return f"a TE look-alike: {self.family.name}"
 
 
 Origin = Union[Foreign, LookAlike]
