@@ -132,7 +132,8 @@ def infer(folder: str) -> Inferred:
                 release = release_of_spec(match["spec"])
                 if release is not None:
                     text = f"{release[0]}.{release[1]}"
-                    return Inferred(text, f"inferred from {path} ({requirement.strip()})")
+                    shown = requirement.split("#", 1)[0].strip()
+                    return Inferred(text, f"inferred from {path} ({shown})")
             return Inferred("", f"newest known ({NEWEST[0]}.{NEWEST[1]}): {current} pins no TE")
         parent = os.path.dirname(current)
         if parent == current:
