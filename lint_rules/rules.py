@@ -159,7 +159,9 @@ TE)`), and the advice "if it is TE", with an unsafe fix (a CUDA-graphed callable
 and `None` breaks it). Aliases, conditional choices between imported functions and wrappers
 of them (`step = forward_step if a else backward_step`) have the provenance of what they
 alias: functions, never reported; nor are the callables `make_graphed_callables` returns (they
-need a bool). docs/rules.md, "Which callees are reported", has the families.
+need a bool). In a strict project, silence one with `# noqa: TEM001` on its line, or list the
+function that computes the flag in `tracked-functions`. docs/rules.md, "Which callees are
+reported", has the families.
 
 **Fix.** {_FIX}""",
         ),

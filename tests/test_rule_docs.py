@@ -155,9 +155,9 @@ class Block:
     ], messages
 
 
-def test_explanation_says_how_to_silence_an_unresolved_callee() -> None:
+def test_explanation_says_how_to_see_or_silence_an_unresolved_callee() -> None:
     text = RULES["TEM001"].explanation
-    for way in ('unresolved = "ignore"', "# noqa: TEM001", "tracked-functions"):
+    for way in ("quiet by default", 'unresolved = "report"', "# noqa: TEM001", "tracked-functions"):
         assert way in text, way
 
 
