@@ -14,7 +14,8 @@ Corpora (recorded here; change them only together with the expectations below):
   reported as resolved TE calls; 0.10.0 ``cuda_graphs.py``, an in-file non-TE runner, not
   reported; 0.8.0's graphed callables and 0.14.0's ``nvidia_kitchen`` subclasses, nobody can
   show are TE, quiet by default and reported as unresolved by a strict run), megatron-bridge
-  0.6.2 (an in-file ``TransformerLayer`` subclass), nemo_toolkit 1.23.0 (``layer = self._get_layer(i)`` resolved to TE) and transformer-engine 1.13.0 (clean).
+  0.6.2 (an in-file ``TransformerLayer`` subclass), nemo_toolkit 1.23.0 (``layer =
+  self._get_layer(i)`` resolved to TE) and transformer-engine 1.13.0 (clean).
 
 The wheels are fetched once by ``benchmarks/corpora.py`` (the benchmark's cache:
 ``$TE_LINT_CACHE`` or ``.cache/``) and every test here skips, with the reason, when the
