@@ -131,7 +131,8 @@ RULES: dict[str, Rule] = {
             explanation=f"""\
 An `is_first_microbatch=` keyword whose value nothing keeps up to date reaches a TE module
 (`Linear`, `LayerNormLinear`, `LayerNormMLP`, `GroupedLinear`, `MultiheadAttention`,
-`TransformerLayer`, a subclass, or a callee that cannot be resolved).
+`TransformerLayer`, a subclass; with `unresolved = "report"`, also a callee that cannot be
+shown to be TE).
 
 **Why.** {_RESUME}
 **What counts as tracked.** {_TRACKED}
@@ -148,11 +149,19 @@ class Block(torch.nn.Module):
         out = self.fc(x, is_first_microbatch=flag)
 ```
 
-**Unresolved callees.** A callee the analysis cannot resolve (the message says `unresolved`)
-may not be TE at all: a CUDA-graphed callable, for one, needs a bool, and `None` breaks
-it. So the message says "if it is TE", and the fix is unsafe. If it is not TE, or is tracked,
-silence it: `unresolved = "ignore"` (every unresolved callee), `# noqa: TEM001` on the line,
-or list the function that computes the flag in `tracked-functions`.
+**Callees nobody can show is TE are quiet by default.** A call is reported when its callee is
+TE by evidence (a TE import reaches it). A callee the analysis cannot resolve, or one that
+comes from a package that is not TE (`from megatron.training import get_model`), from a known
+TE look-alike ({{lookalikes}}), is not reported unless you ask for it:
+`unresolved = "report"` (`--unresolved report`) reports every such callee, its message
+saying `unresolved` and where it comes from (`unresolved `self.fc` (from `my_project`, not
+TE)`), and the advice "if it is TE", with an unsafe fix (a CUDA-graphed callable needs a bool,
+and `None` breaks it). Aliases, conditional choices between imported functions and wrappers
+of them (`step = forward_step if a else backward_step`) have the provenance of what they
+alias: functions, never reported; nor are the callables `make_graphed_callables` returns (they
+need a bool). In a strict project, silence one with `# noqa: TEM001` on its line, or list the
+function that computes the flag in `tracked-functions`. docs/rules.md, "Which callees are
+reported", has the families.
 
 **Fix.** {_FIX}""",
         ),
@@ -227,10 +236,16 @@ kwargs = {{"is_first_microbatch": None}}
 `is_first_microbatch` is given (by keyword, or through a splatted dict literal) to a TE callable
 that has no such parameter, so the call raises `TypeError` when it runs: the constructors of the
 six module classes, `fp8_autocast`, `autocast`, `fp8_model_init`, `quantized_model_init`,
-`LayerNorm`, `RMSNorm`, `DotProductAttention`, anything in `transformer_engine.pytorch.ops`
-(the fusible ops use `accumulate_into_main_grad` instead), and a subclass of a TE module defined
-in the file whose own `forward` has neither the parameter nor `**kwargs`, or takes it only by
-keyword and is given it positionally. The value does not matter: even `None` is an error.
+`LayerNorm`, `RMSNorm`, `DotProductAttention` (in the releases where it rejects it: see below),
+anything in `transformer_engine.pytorch.ops` (the fusible ops use `accumulate_into_main_grad`
+instead), and a subclass of a TE module defined in the file whose own `forward` has neither the
+parameter nor `**kwargs`, or takes it only by keyword and is given it positionally. The value
+does not matter: even `None` is an error.
+
+**The TE release.** What TE accepts depends on its release (`te-version`, inferred from the
+project's pins, else the newest, {newest}):
+
+{release_table}
 
 **Example.**
 
@@ -323,20 +338,63 @@ parameter changes what the caller asked for, so that fix is unsafe (`--unsafe-fi
 }
 
 
+def _lookalikes() -> str:
+    from lint_rules.te import LOOKALIKES
+
+    packages: dict[str, list[str]] = {}
+    for family in LOOKALIKES.values():
+        packages.setdefault(family.name, []).append(f"`{family.package}`")
+    return "; ".join(f"{name}: {', '.join(found)}" for name, found in packages.items())
+
+
+def _release_table() -> str:
+    from lint_rules.te import TAKES_FLAG_SINCE
+
+    rows = ["| callable | takes the flag | rejects it (TEM004) |", "|---|---|---|"]
+    for name, fact in TAKES_FLAG_SINCE.items():
+        first = f"{fact.first[0]}.{fact.first[1]}"
+        last = f"{fact.last[0]}.{fact.last[1]}" if fact.last else "on"
+        after = f"from {fact.last[0] + 1}.0" if fact.last else ""
+        rows.append(f"| `{name}` | {first} to {last} | before {first}, {after} |")
+    return "\n".join(rows)
+
+
+def _fill(rule: Rule) -> Rule:
+    """The explanations that read TE's tables (look-alikes, releases) filled from them."""
+    from dataclasses import replace
+
+    from lint_rules.te import NEWEST
+
+    if "{lookalikes}" in rule.explanation or "{release_table}" in rule.explanation:
+        text = rule.explanation.replace("{lookalikes}", _lookalikes())
+        text = text.replace("{newest}", f"{NEWEST[0]}.{NEWEST[1]}")
+        return replace(rule, explanation=text.replace("{release_table}", _release_table()))
+    return rule
+
+
+RULES = {code: _fill(rule) for code, rule in RULES.items()}
+
+
 def callee_text(
-    spelling: str, te_class: str | None = None, resolved: bool = True, via: str = ""
+    spelling: str,
+    te_class: str | None = None,
+    resolved: bool = True,
+    via: str = "",
+    origin: str = "",
 ) -> str:
     """The ``{callee}`` of a message, from the call's spelling and what it resolved to.
 
     ``TE Linear `self.fc``` (a TE class), ``TE `te.fp8_autocast``` (the spelling already names
     the class: no doubled word; an in-file subclass passes its own name, ``TE MyLinear
     `self.a```), ``TE module `self.mlp``` (a TE module of unknown class),
-    ``unresolved `self.decoder.fc``` (the callee could not be resolved); ``via`` names a wrapper
-    that forwards the call, written as the call (``TE Linear `checkpoint(self.fc)```).
+    ``unresolved `self.decoder.fc``` (the callee could not be resolved; ``origin`` says where
+    it comes from: ``unresolved `self.fc` (from `nvidia_kitchen`, a TE look-alike)``); ``via``
+    names a wrapper that forwards the call, written as the call
+    (``TE Linear `checkpoint(self.fc)```).
     """
     shown = f"{via}({spelling})" if via else spelling
     if not resolved:
-        return f"{UNRESOLVED} `{shown}`"
+        return f"{UNRESOLVED} `{shown}` ({origin})" if origin else f"{UNRESOLVED} `{shown}`"
     if te_class is None:
         return f"TE module `{shown}`"
     if not via and spelling.rsplit(".", 1)[-1] == te_class:
@@ -399,6 +457,12 @@ def format_message(code: str, callee: str, **values: str) -> str:
         cut = shorten(spelling, len(spelling) - excess)
         message = template.format(callee=callee[:start] + cut + callee[end:], **values)
     return message
+
+
+def names_unresolved(message: str) -> bool:
+    """Whether a finding's message is about a callee nobody showed is TE (reported only with
+    ``unresolved = "report"``): its ``{callee}`` says ``unresolved``."""
+    return f" {UNRESOLVED} `" in message
 
 
 def repeat_text(kind: str, line: int) -> str:

@@ -39,7 +39,8 @@ _FLAGS: tuple[tuple[str, str | None, str], ...] = (
     ),
     ("tracked-functions", "NAMES", "functions whose result is a tracked flag, comma separated"),
     ("import-helpers", "NAMES", "optional-import helpers, comma separated (replace the default)"),
-    ("unresolved", None, "report (default) or ignore calls whose callee cannot be resolved"),
+    ("unresolved", None, "ignore (default) or report calls whose callee nobody can show is TE"),
+    ("te-version", "X.Y", "the TE release the project runs (default: inferred from its pins)"),
     (
         "fix-strategy",
         None,

@@ -175,6 +175,15 @@ def _url(key: str, value: object) -> str:
     return value.rstrip("#")
 
 
+def _te_version(key: str, value: object) -> str:
+    """``"1.13"``, ``"2.20.2"``, ``"2"``; ``""`` (the default): inferred from the project."""
+    from lint_rules.te import parse_release
+
+    if not isinstance(value, str) or (value and parse_release(value) is None):
+        raise SettingsError(f'{key} must be a TE release such as "1.13" or "2.20", not {value!r}')
+    return value.strip()
+
+
 # ------------------------------------------------------------------------------ the option table
 
 
@@ -250,11 +259,24 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "unresolved",
         _choice(UNRESOLVED_CHOICES),
-        "report",
-        "Calls whose callee cannot be resolved: `report` them or `ignore` them.",
+        "ignore",
+        "Calls whose callee nobody can show is TE (not resolved, a package that is not TE, a "
+        "TE look-alike, a CUDA-graphed callable): `ignore` them (the default) or `report` them "
+        "(strict; docs/rules.md).",
         '"report"',
         flake8=True,
         aliases=("--te-unresolved",),
+    ),
+    Option(
+        "te-version",
+        _te_version,
+        "",
+        'The TE release the project runs (`"1.13"`, `"2.20"`): which TE callables take, '
+        "ignore or reject the flag follows it (TEM004). Empty (the default): inferred from the "
+        "project's pins (`pyproject.toml` dependencies, `requirements*.txt`, `setup.cfg` "
+        "`install_requires`), else the newest release known.",
+        '"1.13"',
+        flake8=True,
     ),
     Option(
         "fix-strategy",

@@ -53,7 +53,9 @@ class Settings:
     guard_functions: tuple[str, ...] = DEFAULT_GUARD_FUNCTIONS
     tracked_functions: tuple[str, ...] = ()
     import_helpers: tuple[str, ...] = DEFAULT_IMPORT_HELPERS
-    unresolved: str = "report"
+    unresolved: str = "ignore"
+    te_version: str = ""
+    """The TE release (``te-version``); ``""``: inferred per file (``te_release``)."""
     fix_strategy: str = "none"
     guard_import: str = DEFAULT_GUARD_IMPORT
     guard_config: str = DEFAULT_GUARD_CONFIG
@@ -232,6 +234,31 @@ def load_settings(pyproject: Path | None, overrides: dict[str, Any] | None = Non
     return settings.with_extra_guards(guards)
 
 
+def with_te_release(settings: Settings, folder: str) -> Settings:
+    """``settings`` with ``te-version`` inferred from the project of ``folder`` when it is not
+    set (``te_release.infer``), and where it came from in ``sources``."""
+    if settings.te_version:
+        return settings
+    from lint_rules.te_release import infer
+
+    inferred = infer(folder)
+    key = (id(settings), inferred)
+    known = _WITH_RELEASE.get(key)
+    if known is not None and known[0] is settings:
+        return known[1]  # one object per configuration and project (callers compare them)
+    sources = (
+        *(s for s in settings.sources if s[0] != "te_version"),
+        ("te_version", inferred.source),
+    )
+    result = replace(settings, te_version=inferred.version, sources=tuple(sorted(sources)))
+    _WITH_RELEASE[key] = (settings, result)
+    return result
+
+
+_WITH_RELEASE: dict[tuple[int, object], tuple[Settings, Settings]] = {}
+"""``with_te_release``'s answers (the settings object is kept, so its id is not reused)."""
+
+
 def has_table(pyproject: Path) -> bool:
     """Whether ``pyproject`` exists and has a ``[tool.te-microbatch-lint]`` table."""
     return pyproject.is_file() and _read_table(pyproject) is not None
@@ -313,14 +340,14 @@ class ConfigResolver:
 
     def settings_for(self, path: str | Path) -> Settings:
         """Settings for a file (or, given a directory, for the files in it)."""
-        if self.isolated:
-            return self._for_file(os.path.abspath(path), self._load(None))
-        if self.config is not None:
-            return self._for_file(os.path.abspath(path), self._load(self.config))
         absolute = os.path.abspath(path)
-        if os.path.isdir(absolute):
-            return self._folder_settings(absolute)
-        return self._for_file(absolute, self._folder_settings(os.path.dirname(absolute)))
+        folder = absolute if os.path.isdir(absolute) else os.path.dirname(absolute)
+        if self.isolated:
+            return self._for_file(absolute, self._load(None))
+        if self.config is not None:
+            return self._for_file(absolute, with_te_release(self._load(self.config), folder))
+        settings = with_te_release(self._folder_settings(folder), folder)
+        return settings if os.path.isdir(absolute) else self._for_file(absolute, settings)
 
     def _for_file(self, absolute: str, settings: Settings) -> Settings:
         """``settings`` with the codes its ``per-file-ignores`` leave out in this file."""

@@ -6,6 +6,8 @@ it, and which need it as a bool. ``docs/te-facts.md`` says where each fact comes
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 FLAG = "is_first_microbatch"
 """The keyword every rule is about; files without these bytes are never parsed."""
 
@@ -52,10 +54,144 @@ TE_REJECTING: frozenset[str] = frozenset(
     }
 )
 TE_OPS_PACKAGE = "transformer_engine.pytorch.ops"
+# (DotProductAttention's entry is the newest release's: ``TEFacts.rejects`` asks the table.)
 """Everything under the fusible-ops package rejects the flag (it uses other switches)."""
 
 TE_GRAPH_FACTORY = "make_graphed_callables"
 """Its callables need a bool flag on every call: never rewrite their flag to None."""
+
+
+# --------------------------------------------------------------------------------------------
+# TE's facts by release: one table, the rules and the explanations read it
+
+
+Release = tuple[int, int]
+"""A TE release as ``(major, minor)``: ``(1, 13)``, ``(2, 20)``."""
+
+NEWEST: Release = (2, 20)
+"""The newest release these facts were read off (2.20.2): the default when a project pins
+nothing (``te-version``)."""
+
+OLDEST: Release = (1, 0)
+
+
+@dataclass(frozen=True)
+class Fact:
+    """One fact that holds for the releases ``first`` to ``last`` (inclusive; None: still)."""
+
+    first: Release
+    last: Release | None
+    source: str
+    """Where it was read: the file of the TE package, and the releases checked."""
+
+    def holds(self, release: Release) -> bool:
+        return self.first <= release and (self.last is None or release <= self.last)
+
+
+TAKES_FLAG_SINCE: dict[str, Fact] = {
+    # A class's instance takes the flag in these releases (its ``forward`` has the parameter).
+    "DotProductAttention": Fact(
+        (1, 9),
+        (1, 13),
+        "pytorch/attention.py `DotProductAttention.forward(..., is_first_microbatch=None)` "
+        "in 1.13.0 (used for its FP8 weight cache); gone from 2.0 on "
+        "(pytorch/attention/dot_product_attention/dot_product_attention.py in 2.20.2)",
+    ),
+}
+"""TE callables that take the flag in some releases only; outside them they reject it."""
+
+OVERWRITE_MAIN_GRAD = Fact(
+    (2, 10),
+    None,
+    "pytorch/module/linear.py reads the weight attribute `overwrite_main_grad` (2.10 on; "
+    "not in 1.13.0): set, TE overwrites `main_grad` whatever the flag",
+)
+"""``weight.overwrite_main_grad = True`` forces overwrite (Megatron-FSDP sets it)."""
+
+
+@dataclass(frozen=True)
+class TEFacts:
+    """What one TE release does with the flag, as the rules need it."""
+
+    release: Release
+
+    def rejects(self, name: str) -> bool:
+        """Whether the TE callable ``name`` (short name) rejects the flag in this release."""
+        taking = TAKES_FLAG_SINCE.get(name)
+        if taking is not None:
+            return not taking.holds(self.release)
+        return name in TE_REJECTING
+
+    @property
+    def overwrite_main_grad(self) -> bool:
+        return OVERWRITE_MAIN_GRAD.holds(self.release)
+
+    @property
+    def label(self) -> str:
+        return f"{self.release[0]}.{self.release[1]}"
+
+
+def parse_release(text: str) -> Release | None:
+    """``"1.13"``, ``"1.13.0"``, ``"2"`` (its first minor) -> ``(1, 13)``...; None if not one."""
+    parts = text.strip().split(".")
+    if not parts or not all(p.isdigit() for p in parts[:2]):
+        return None
+    major = int(parts[0])
+    minor = int(parts[1]) if len(parts) > 1 else 0
+    return (major, minor)
+
+
+def facts_for(version: str) -> TEFacts:
+    """The facts of the release ``version`` names (``""``: the newest)."""
+    release = parse_release(version) if version else None
+    return TEFacts(release or NEWEST)
+
+
+# --------------------------------------------------------------------------------------------
+# Look-alikes: packages that copy TE's API without being TE
+
+
+@dataclass(frozen=True)
+class LookAlikeFamily:
+    """A package that copies TE's module API, and how the linter treats it (docs/rules.md)."""
+
+    package: str
+    name: str
+    te_semantics: bool
+    """Whether its modules do with the flag what TE does (overwrite a fused ``main_grad``)."""
+    reason: str
+    """Why, read off the code that uses it (neither package's source is public)."""
+
+
+_GAUDI = (
+    "Habana's Megatron-LM (megatron/core/extensions/intel_transformer_engine.py) builds "
+    "`IntelTELinear(te.Linear)` with no `fuse_wgrad_accumulation` and sets its flag to `None` "
+    "unless `cache_fp8_weight_fwd` is on: the flag only selects an FP8 weight cache on HPU, "
+    "and no fused gradient can be overwritten"
+)
+LOOKALIKES: dict[str, LookAlikeFamily] = {
+    "intel_transformer_engine": LookAlikeFamily(
+        "intel_transformer_engine", "Intel Gaudi's TE port", False, _GAUDI
+    ),
+    "habana_frameworks.torch.hpex.experimental.transformer_engine": LookAlikeFamily(
+        "habana_frameworks.torch.hpex.experimental.transformer_engine",
+        "Intel Gaudi's TE port",
+        False,
+        _GAUDI,
+    ),
+    "nvidia_kitchen": LookAlikeFamily(
+        "nvidia_kitchen",
+        "NVIDIA Kitchen",
+        True,
+        "megatron-core's extensions/kitchen.py (0.14.0 on) subclasses `nvidia_kitchen.Linear`, "
+        "`GroupedLinear` and `LayerNormLinear` with TE's constructor (`fuse_wgrad_accumulation`) "
+        "and `forward(x, is_first_microbatch=...)`, and `set_is_first_microbatch` re-arms them "
+        "under `use_kitchen`: TE's semantics, but not TE, and its modules exist only where "
+        "`use_kitchen` re-arms their flag",
+    ),
+}
+"""Known TE look-alikes by package: never resolved as TE; quiet unless ``unresolved =
+"report"``, and then named in the message."""
 
 
 def te_class_of(qualified_name: str) -> str | None:
@@ -68,12 +204,29 @@ def te_class_of(qualified_name: str) -> str | None:
     return last if last in TE_MODULE_CLASSES else None
 
 
-def te_rejecting_name(qualified_name: str) -> str | None:
-    """Return the TE callable's short name if it rejects the flag (TEM004), else None."""
+def te_rejecting_name(qualified_name: str, facts: TEFacts | None = None) -> str | None:
+    """Return the TE callable's short name if it rejects the flag (TEM004) in the release of
+    ``facts`` (the newest when None), else None."""
     if not qualified_name.startswith(TE_ROOT + "."):
         return None
     last = qualified_name.rsplit(".", 1)[-1]
-    if qualified_name.startswith(TE_OPS_PACKAGE + ".") or last in TE_REJECTING:
+    if qualified_name.startswith(TE_OPS_PACKAGE + "."):
+        return last
+    if (facts or _NEWEST_FACTS).rejects(last):
+        return last
+    return None
+
+
+def te_taking_name(qualified_name: str, facts: TEFacts | None = None) -> str | None:
+    """The short name of a TE class that takes the flag only in some releases, when the
+    release of ``facts`` is one of them (``DotProductAttention`` in 1.9-1.13)."""
+    if not qualified_name.startswith(TE_ROOT + ".") or qualified_name.startswith(
+        TE_OPS_PACKAGE + "."
+    ):
+        return None
+    last = qualified_name.rsplit(".", 1)[-1]
+    taking = TAKES_FLAG_SINCE.get(last)
+    if taking is not None and taking.holds((facts or _NEWEST_FACTS).release):
         return last
     return None
 
@@ -97,3 +250,6 @@ PASS_THROUGH: frozenset[str] = frozenset(
 )
 """Wrappers that return a callable module equivalent to their first argument (a copy of a
 module is a module of the same class)."""
+
+
+_NEWEST_FACTS = TEFacts(NEWEST)

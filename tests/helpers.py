@@ -135,3 +135,13 @@ def on_other_grammar(python: str, text: str, outputs: list[str], found: list) ->
     assert done.returncode == 0, done.stderr[-2000:]
     result: dict = json.loads(done.stdout)
     return result
+
+
+SAMPLE_PYPROJECT = """[project]
+name = 'sample'
+
+[tool.te-microbatch-lint]
+unresolved = "report"
+"""
+"""The sample tree's (``fixtures/cli/project``) configuration: ``pkg/sub/unresolved.py`` is about
+callees nobody can show is TE, which only a strict project reports."""

@@ -15,7 +15,10 @@ import shlex
 import tokenize
 from pathlib import Path
 
-MARKER = re.compile(r"\b(TEM\d{3}):(\d+)\b")
+MARKER = re.compile(r"(?<![\w:])(TEM\d{3}):(\d+)\b")
+STRICT_MARKER = re.compile(r"\bstrict:(TEM\d{3}):(\d+)\b")
+"""``strict:TEM001:23``: reported only with ``unresolved = "report"`` (a callee nobody can show
+is TE: quiet by default)."""
 ARGS_PREFIX = "# flake8-args:"
 
 Expectation = tuple[int, int, str]
@@ -29,15 +32,17 @@ def read_text(path: Path) -> str:
     return raw.decode(encoding)
 
 
-def expected_findings(path: Path) -> set[Expectation]:
-    """Every ``CODE:COLUMN`` marker in the comments of ``path``."""
+def expected_findings(path: Path, strict: bool = False) -> set[Expectation]:
+    """Every ``CODE:COLUMN`` marker in the comments of ``path`` (with ``strict``, the
+    ``strict:CODE:COLUMN`` ones too)."""
     found: set[Expectation] = set()
     raw = path.read_bytes()
     for token in tokenize.tokenize(io.BytesIO(raw).readline):
         if token.type != tokenize.COMMENT:
             continue
-        for code, column in MARKER.findall(token.string):
-            found.add((token.start[0], int(column), code))
+        for pattern in (MARKER, STRICT_MARKER) if strict else (MARKER,):
+            for code, column in pattern.findall(token.string):
+                found.add((token.start[0], int(column), code))
     return found
 
 

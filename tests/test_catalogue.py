@@ -44,7 +44,9 @@ FIXED = sorted(CATALOGUE.glob("*.fixed"))
 GUARDED = sorted(CATALOGUE.glob("*.guard"))
 UNSAFE = sorted(CATALOGUE.glob("*.unsafe"))
 GUARD_SETTINGS = replace(DEFAULT_SETTINGS, fix_strategy="guard")
-UNSAFE_SETTINGS = replace(DEFAULT_SETTINGS, unsafe_fixes=True)
+UNSAFE_SETTINGS = replace(DEFAULT_SETTINGS, unsafe_fixes=True, unresolved="report")
+"""``.unsafe`` files are what a strict user gets: every callee reported, unsafe fixes applied."""
+STRICT_SETTINGS = replace(DEFAULT_SETTINGS, unresolved="report")
 
 REPORT_LINE = re.compile(
     r"^(?P<path>.+?):(?P<line>\d+):(?P<col>\d+): (?P<code>[A-Z]+\d+) (?P<text>.*)$"
@@ -135,6 +137,33 @@ def test_flake8_matches_markers(case: Path, catalogue_report: Report) -> None:
     expected = expected_findings(case)
     actual = catalogue_report.findings.get(case, set())
     assert actual == expected, describe(case, expected, actual)
+
+
+@pytest.fixture(scope="session")
+def strict_report() -> Report:
+    """ONE flake8 run over the catalogue as a strict user runs it (``unresolved = "report"``)."""
+    report = run_flake8(
+        "--select", "TEM", "--te-unresolved=report", str(CATALOGUE.relative_to(ROOT))
+    )
+    assert "Traceback" not in report.stderr, report.stderr
+    return report
+
+
+# (a') strict: the ``strict:CODE:COL`` markers are reported too, by flake8 and by the core.
+@pytest.mark.parametrize("case", CASES, ids=_ids(CASES))
+def test_strict_matches_markers(case: Path, strict_report: Report) -> None:
+    expected = expected_findings(case, strict=True)
+    actual = strict_report.findings.get(case, set())
+    assert actual == expected, describe(case, expected, actual)
+    path = str(case.relative_to(ROOT))
+    assert core_findings(read_text(case), STRICT_SETTINGS, path) == strict_report.messages.get(
+        case, set()
+    )
+
+
+def test_some_findings_are_strict_only() -> None:
+    quiet = [c for c in CASES if expected_findings(c, strict=True) - expected_findings(c)]
+    assert len(quiet) >= 5
 
 
 # (b) options fixtures: one flake8 run each, with the arguments on their first line.

@@ -17,11 +17,18 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import IN_PROCESS_UNSAFE, run_in_process, te_lint_command, without_notes
+from helpers import (
+    IN_PROCESS_UNSAFE,
+    SAMPLE_PYPROJECT,
+    run_in_process,
+    te_lint_command,
+    without_notes,
+)
 
 from lint_rules import __version__
 from lint_rules.analysis import analyze_source
 from lint_rules.noqa import filter_noqa
+from lint_rules.settings import Settings
 
 SAMPLE = Path(__file__).resolve().parent.parent / "fixtures" / "cli" / "project"
 FLAG = "is_first_microbatch"
@@ -51,10 +58,11 @@ def run(*args: str, cwd: Path, **kwargs) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture
 def tree(tmp_path: Path) -> Path:
-    """A copy of the sample tree, with its own (empty) pyproject.toml so no outer one applies."""
+    """A copy of the sample tree, with its own pyproject.toml (a strict project: unresolved
+    callees reported) so no outer one applies."""
     root = tmp_path / "project"
     shutil.copytree(SAMPLE, root)
-    (root / "pyproject.toml").write_text("[project]\nname = 'sample'\n")
+    (root / "pyproject.toml").write_text(SAMPLE_PYPROJECT)
     return root
 
 
@@ -66,10 +74,15 @@ def snapshot(root: Path) -> dict[str, tuple[bytes, int]]:
     }
 
 
+STRICT = Settings(unresolved="report")
+"""The sample tree's settings (``SAMPLE_PYPROJECT``)."""
+
+
 def expected_text(root: Path, relative: str, shown: str | None = None) -> list[str]:
-    """flake8's format of what the core reports for one file, noqa applied."""
+    """flake8's format of what the core reports for one file (the sample tree's settings),
+    noqa applied."""
     text = (root / relative).read_text(encoding="utf-8")
-    kept, _ = filter_noqa(analyze_source(text), text)
+    kept, _ = filter_noqa(analyze_source(text, STRICT), text)
     shown = shown or relative
     return [
         f"{shown}:{f.line}:{f.col + 1}: {f.message}" for f in sorted(kept, key=lambda f: f.sort_key)
@@ -478,7 +491,9 @@ def test_exclude_globs(tree: Path) -> None:
 
 
 def test_config_exclude_is_anchored_at_the_config_file(tree: Path) -> None:
-    (tree / "pyproject.toml").write_text('[tool.te-microbatch-lint]\nexclude = ["pkg/sub/*"]\n')
+    (tree / "pyproject.toml").write_text(
+        '[tool.te-microbatch-lint]\nexclude = ["pkg/sub/*"]\nunresolved = "report"\n'
+    )
     for cwd, arg in ((tree, "."), (tree / "pkg", "."), (tree.parent, "project")):
         result = run("check", arg, cwd=cwd)
         assert "unresolved.py" not in result.stdout, (cwd, result.stdout)
@@ -507,9 +522,12 @@ def test_config_then_flags(tree: Path) -> None:
     assert lines() == []
     assert lines("--te-unresolved", "report") == [14]  # the config's guard still applies
     assert lines("--te-unresolved", "report", "--te-guard-functions", "other") == [14, 15]
-    assert lines("--isolated") == [14, 15]
+    assert lines("--isolated") == []  # unresolved callees are quiet by default
+    assert lines("--isolated", "--unresolved", "report") == [14, 15]
     other = tree.parent / "other.toml"
-    other.write_text('[tool.te-microbatch-lint]\nguard-functions = ["tracked"]\n')
+    other.write_text(
+        '[tool.te-microbatch-lint]\nguard-functions = ["tracked"]\nunresolved = "report"\n'
+    )
     assert lines("--config", str(other)) == [14]
 
 

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import cli
+from helpers import SAMPLE_PYPROJECT, cli
 
 from lint_rules.cli.command import main
 
@@ -23,7 +23,7 @@ SAMPLE = Path(__file__).resolve().parent.parent / "fixtures" / "cli" / "project"
 def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     root = tmp_path / "project"
     shutil.copytree(SAMPLE, root)
-    (root / "pyproject.toml").write_text("", encoding="utf-8")
+    (root / "pyproject.toml").write_text(SAMPLE_PYPROJECT, encoding="utf-8")
     monkeypatch.chdir(root)
     return root
 

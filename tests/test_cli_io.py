@@ -15,7 +15,13 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import IN_PROCESS_UNSAFE, run_in_process, te_lint_command, without_notes
+from helpers import (
+    IN_PROCESS_UNSAFE,
+    SAMPLE_PYPROJECT,
+    run_in_process,
+    te_lint_command,
+    without_notes,
+)
 
 import lint_rules.cli.running as running
 from lint_rules.cli import main
@@ -45,7 +51,7 @@ def files_of(result: subprocess.CompletedProcess[str]) -> set[str]:
 def tree(tmp_path: Path) -> Path:
     root = tmp_path / "project"
     shutil.copytree(SAMPLE, root)
-    (root / "pyproject.toml").write_text("[project]\nname = 'sample'\n")
+    (root / "pyproject.toml").write_text(SAMPLE_PYPROJECT)
     (root / ".git" / "info").mkdir(parents=True)
     return root
 
@@ -84,7 +90,9 @@ def test_gitignore_above_a_named_directory_applies(tree: Path) -> None:
 
 
 def test_exclude_replaces_the_configured_list_and_extend_exclude_adds(tree: Path) -> None:
-    (tree / "pyproject.toml").write_text('[tool.te-microbatch-lint]\nexclude = ["pkg/sub/*"]\n')
+    (tree / "pyproject.toml").write_text(
+        '[tool.te-microbatch-lint]\nexclude = ["pkg/sub/*"]\nunresolved = "report"\n'
+    )
     configured = run("check", ".", cwd=tree)
     assert files_of(configured) == {"./pkg/model.py"}
     replaced = run("check", "--exclude", "nothing_here", ".", cwd=tree)
@@ -310,10 +318,12 @@ def test_default_jobs_leave_busy_cores_alone(
 
 def test_json_and_sarif_carry_each_fix_applicability(tree: Path) -> None:
     from lint_rules.analysis import analyze_source
+    from lint_rules.settings import Settings
 
     expected = {}
     for name in ("pkg/model.py", "pkg/sub/unresolved.py"):
-        for finding in analyze_source((tree / name).read_text("utf-8")):
+        strict = Settings(unresolved="report")  # SAMPLE_PYPROJECT's
+        for finding in analyze_source((tree / name).read_text("utf-8"), strict):
             fix = finding.fix
             expected[(name, finding.line, finding.code)] = fix.applicability if fix else None
     rows = json.loads(run("check", "--format", "json", "pkg", cwd=tree).stdout)

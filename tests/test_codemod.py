@@ -10,6 +10,7 @@ from pathlib import Path
 
 import libcst as cst
 import pytest
+from helpers import SAMPLE_PYPROJECT
 from libcst.codemod import CodemodContext
 
 from lint_rules.codemod import TEMicrobatchCodemod
@@ -55,7 +56,7 @@ def twins(tmp_path: Path) -> tuple[Path, Path]:
     for name in ("runner", "cli"):
         root = tmp_path / name
         shutil.copytree(SAMPLE, root)
-        (root / "pyproject.toml").write_text("[project]\nname = 'sample'\n")
+        (root / "pyproject.toml").write_text(SAMPLE_PYPROJECT)
         latin = (root / "pkg/model.py").read_text(encoding="utf-8").replace("ünï", "x_é")
         (root / "pkg" / "latin.py").write_bytes(
             b"# -*- coding: latin-1 -*-\n" + latin.encode("latin-1")

@@ -39,7 +39,8 @@ class Block:
         y = self.fc(x, is_first_microbatch=self.flag)
         return self.up(y, is_first_microbatch=self.flag)
 """
-"""Line 11: a TE Linear (TEM001 always); line 12: an unresolved callee (only when reported)."""
+"""Line 11: a TE Linear (TEM001 always); line 12: an unresolved callee (only when reported:
+``unresolved = "report"``)."""
 
 
 def run(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
@@ -199,7 +200,7 @@ def test_import_helpers_reach_every_face(tmp_path: Path) -> None:
     """``import-helpers`` from pyproject, the CLI flag and flake8's option: each makes the
     helper's string arguments an import of TE, so the call is a TE ``Linear`` (not unresolved)."""
     write(tmp_path / "model.py", HELPER_FILE)
-    plain = te_lint("check", "--isolated", "model.py", cwd=tmp_path)
+    plain = te_lint("check", "--isolated", "--unresolved", "report", "model.py", cwd=tmp_path)
     assert "unresolved `self.fc`" in plain.stdout, plain.stdout
     flag = te_lint(
         "check", "--isolated", "--import-helpers", "try_import", "model.py", cwd=tmp_path
@@ -251,7 +252,7 @@ def test_flake8_does_not_check_what_it_excludes(tmp_path: Path) -> None:
     write(tmp_path / "top.py", TE_FILE)
     done = flake8("--select", "TEM", "--extend-exclude", "vendor", ".", cwd=tmp_path)
     assert done.returncode == 1, done.stderr
-    assert findings(done, tmp_path, tmp_path) == {("top.py", 11), ("top.py", 12)}
+    assert findings(done, tmp_path, tmp_path) == {("top.py", 11)}
 
 
 # ------------------------------------------------------------------------ found per file
@@ -265,7 +266,7 @@ def nested(tmp_path: Path) -> Path:
     write(root / "top.py", TE_FILE)
     write(
         root / "sub" / "pyproject.toml",
-        '[tool.te-microbatch-lint]\nunresolved = "ignore"\nexclude = ["gen/*"]\n',
+        '[tool.te-microbatch-lint]\nunresolved = "report"\nexclude = ["gen/*"]\n',
     )
     write(root / "sub" / "inner.py", TE_FILE)
     write(root / "sub" / "gen" / "made.py", TE_FILE)
@@ -284,7 +285,8 @@ def findings(done: subprocess.CompletedProcess, base: Path, cwd: Path) -> set[tu
     return found
 
 
-EXPECTED_SUB = {("sub/inner.py", 11), ("sub/deeper/more.py", 11)}
+EXPECTED_SUB = {("sub/inner.py", 11), ("sub/inner.py", 12)}
+EXPECTED_SUB |= {("sub/deeper/more.py", 11), ("sub/deeper/more.py", 12)}
 
 
 def test_check_dot_and_check_sub_agree(nested: Path) -> None:
@@ -294,18 +296,22 @@ def test_check_dot_and_check_sub_agree(nested: Path) -> None:
     assert {f for f in whole if f[0].startswith("sub/")} == EXPECTED_SUB
     assert sub == EXPECTED_SUB
     assert inside == EXPECTED_SUB
-    assert {f for f in whole if f[0] == "top.py"} == {("top.py", 11), ("top.py", 12)}
+    assert {f for f in whole if f[0] == "top.py"} == {("top.py", 11)}
 
 
 def test_named_files_get_their_own_config(nested: Path) -> None:
     done = te_lint("check", "top.py", "sub/inner.py", cwd=nested)
-    assert findings(done, nested, nested) == {("top.py", 11), ("top.py", 12), ("sub/inner.py", 11)}
+    assert findings(done, nested, nested) == {
+        ("top.py", 11),
+        ("sub/inner.py", 11),
+        ("sub/inner.py", 12),
+    }
 
 
 def test_force_exclude_uses_each_files_config(nested: Path) -> None:
     """What pre-commit does: name every file; the sub-project's exclude is relative to sub/."""
     done = te_lint("check", "--force-exclude", "sub/gen/made.py", "sub/inner.py", cwd=nested)
-    assert findings(done, nested, nested) == {("sub/inner.py", 11)}
+    assert findings(done, nested, nested) == {("sub/inner.py", 11), ("sub/inner.py", 12)}
 
 
 def test_path_outside_the_cwd_keeps_its_config(nested: Path, tmp_path: Path) -> None:
@@ -318,16 +324,17 @@ def test_path_outside_the_cwd_keeps_its_config(nested: Path, tmp_path: Path) -> 
 def test_config_flag_overrides_and_isolated_ignores(nested: Path) -> None:
     other = write(nested / "other.toml", "[tool.te-microbatch-lint]\nexclude = []\n")
     forced = te_lint("check", "--config", str(other), "sub", cwd=nested)
-    assert ("sub/inner.py", 12) in findings(forced, nested, nested)  # sub's "ignore" is gone
+    assert ("sub/inner.py", 12) not in findings(forced, nested, nested)  # sub's "report" is gone
     assert ("sub/gen/made.py", 11) in findings(forced, nested, nested)
     isolated = te_lint("check", "--isolated", "sub", cwd=nested)
-    assert ("sub/gen/made.py", 12) in findings(isolated, nested, nested)
+    assert ("sub/gen/made.py", 11) in findings(isolated, nested, nested)
+    assert ("sub/gen/made.py", 12) not in findings(isolated, nested, nested)
 
 
 def test_resolver_caches_per_directory_and_reads_each_file_once(nested: Path) -> None:
     resolver = ConfigResolver()
     first = resolver.settings_for(nested / "sub" / "deeper" / "more.py")
-    assert first.unresolved == "ignore"
+    assert first.unresolved == "report"
     assert first.config_file == str(nested / "sub" / "pyproject.toml")
     assert resolver.settings_for(nested / "sub" / "inner.py") is first
     assert resolver.settings_for(nested / "top.py").config_file is None  # black's, no table
@@ -336,12 +343,13 @@ def test_resolver_caches_per_directory_and_reads_each_file_once(nested: Path) ->
 def test_flake8_reads_the_pyproject_table(nested: Path) -> None:
     done = flake8("--select", "TEM", ".", cwd=nested)
     found = findings(done, nested, nested)
-    assert {f for f in found if f[0].startswith("sub/")} == EXPECTED_SUB | {("sub/gen/made.py", 11)}
-    assert ("top.py", 12) in found
+    made = {("sub/gen/made.py", 11), ("sub/gen/made.py", 12)}
+    assert {f for f in found if f[0].startswith("sub/")} == EXPECTED_SUB | made
+    assert ("top.py", 12) not in found
     # flake8's own option wins over the table
-    write(nested / "setup.cfg", "[flake8]\nte-unresolved = report\n")
+    write(nested / "setup.cfg", "[flake8]\nte-unresolved = ignore\n")
     done = flake8("--select", "TEM", "sub/inner.py", cwd=nested)
-    assert findings(done, nested, nested) == {("sub/inner.py", 11), ("sub/inner.py", 12)}
+    assert findings(done, nested, nested) == {("sub/inner.py", 11)}
 
 
 @pytest.mark.slow

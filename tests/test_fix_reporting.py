@@ -40,6 +40,8 @@ def project(tmp_path: Path) -> Path:
     (tmp_path / "safe.py").write_text(SAFE)
     (tmp_path / "autocast.py").write_text(TEM004)
     (tmp_path / "unresolved.py").write_text(UNRESOLVED)
+    # a strict project: the unresolved callee is reported (quiet by default)
+    (tmp_path / "pyproject.toml").write_text('[tool.te-microbatch-lint]\nunresolved = "report"\n')
     return tmp_path
 
 

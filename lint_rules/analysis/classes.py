@@ -13,10 +13,13 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from lint_rules.analysis.kinds import NOT_TE, UNKNOWN, Kind, Tag, join, unknown
+from lint_rules.analysis.provenance import origin_of
+from lint_rules.analysis.symbols import statements
 from lint_rules.te import FLAG, TE_ROOT
 
 if TYPE_CHECKING:
     from lint_rules.analysis.resolve import Resolver
+    from lint_rules.analysis.scopes import FunctionNode, Scope
 
 _NON_TE_BASE_PREFIXES = ("torch.", "builtins.", "typing.", "abc.", "enum.", "dataclasses.")
 
@@ -28,6 +31,25 @@ class Classes:
         self.resolver = resolver
         self.symbols = resolver.symbols
         self._lineage: dict[int, list[ast.ClassDef]] = {}
+        self._enclosing: dict[int, tuple[FunctionNode, ast.ClassDef | None]] | None = None
+
+    def base_scope(self, node: ast.ClassDef) -> Scope | None:
+        """Where ``node``'s bases are looked up: for a class defined in a function (or a
+        method), that function's scope, whose imports may be local to it
+        (``def build(): import transformer_engine.pytorch as te; class L(te.Linear): ...``)."""
+        if self._enclosing is None:
+            self._enclosing = {}
+            for stmt in self.symbols.tree.body:
+                owner = stmt if isinstance(stmt, ast.ClassDef) else None
+                for function in owner.body if owner is not None else [stmt]:
+                    if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                        for inner in statements(function.body):
+                            if isinstance(inner, ast.ClassDef):
+                                self._enclosing[id(inner)] = (function, owner)
+        found = self._enclosing.get(id(node))
+        if found is None:
+            return None
+        return self.symbols.scope(found[0], None, found[1])
 
     def lineage(self, node: ast.ClassDef) -> list[ast.ClassDef]:
         """The class and its ancestors defined in this file, nearest first, each once."""
@@ -41,8 +63,9 @@ class Classes:
                 if any(current is seen for seen in found):
                     continue
                 found.append(current)
+                scope = self.base_scope(current)
                 for base in current.bases:
-                    kind = self.resolver.resolve(base, None)
+                    kind = self.resolver.resolve(base, scope)
                     if kind.tag is Tag.CLASS and isinstance(kind.node, ast.ClassDef):
                         pending.append(kind.node)
         return found
@@ -50,7 +73,9 @@ class Classes:
     def outside_bases(self, node: ast.ClassDef) -> list[Kind]:
         """What the lineage's bases that are not in-file classes resolve to."""
         resolve = self.resolver.resolve
-        kinds = (resolve(base, None) for cls in self.lineage(node) for base in cls.bases)
+        kinds = (
+            resolve(base, self.base_scope(cls)) for cls in self.lineage(node) for base in cls.bases
+        )
         return [kind for kind in kinds if kind.tag is not Tag.CLASS]
 
     def te_base(self, node: ast.ClassDef) -> str | None:
@@ -252,7 +277,9 @@ class Classes:
             return self.te_forward(te, above, above[0] if above else None, lineage)
         foreign = self.foreign_base(cls)
         if foreign:
-            return unknown(f"`{cls.name}` has {foreign}")
+            origins = [origin_of(k.name) for k in self.outside_bases(cls) if k.tag is Tag.QUALNAME]
+            origin = next((o for o in origins if o is not None), None)
+            return Kind(Tag.UNKNOWN, f"`{cls.name}` has {foreign}", origin=origin)
         return NOT_TE
 
 

@@ -91,6 +91,9 @@ def _collect_self_stores(
                     attr = _self_attr(target.value, self_name)
                     if attr is not None:
                         info.additions.setdefault(attr, []).append(("item", sub.value, method))
+                elif isinstance(target, (ast.Tuple, ast.List)):
+                    for attr, part in _unpacked_attrs(target, sub.value, self_name):
+                        info.attributes.setdefault(attr, []).append((part, method))
         elif (
             isinstance(sub, ast.Expr)
             and isinstance(sub.value, ast.Call)
@@ -102,6 +105,25 @@ def _collect_self_stores(
             if attr is not None:
                 how = _ADDERS[sub.value.func.attr]
                 info.additions.setdefault(attr, []).append((how, sub.value.args[-1], method))
+
+
+def _unpacked_attrs(
+    target: ast.Tuple | ast.List, value: ast.expr, self_name: str
+) -> list[tuple[str, ast.expr]]:
+    """``(self.x, self.y) = value``: each attribute with the part of ``value`` it receives,
+    written as ``value[i]`` (``(self.graphed,) = make_graphed_callables(...)``)."""
+    found: list[tuple[str, ast.expr]] = []
+    if any(isinstance(e, ast.Starred) for e in target.elts):
+        return found
+    for index, element in enumerate(target.elts):
+        part = ast.Subscript(value=value, slice=ast.Constant(index), ctx=ast.Load())
+        ast.copy_location(part, value)
+        attr = _self_attr(element, self_name)
+        if attr is not None:
+            found.append((attr, part))
+        elif isinstance(element, (ast.Tuple, ast.List)):
+            found.extend(_unpacked_attrs(element, part, self_name))
+    return found
 
 
 def spelled_only_as_call(source: str | None, name: str) -> bool:

@@ -31,7 +31,7 @@ from lint_rules.analysis.walk import (
 )
 from lint_rules.findings import Finding, ast_lines
 from lint_rules.settings import Settings
-from lint_rules.te import TE_ROOT
+from lint_rules.te import TE_ROOT, facts_for
 
 
 class Analysis:
@@ -92,7 +92,7 @@ class Analysis:
         self._pending = False
         helpers = self.settings.import_helpers
         self.symbols = self._symbols or ModuleSymbols(self.tree, self.source, helpers)
-        self.resolver = Resolver(self.symbols, self.project)
+        self.resolver = Resolver(self.symbols, self.project, facts_for(self.settings.te_version))
         settings = self.settings
         guards = tuple(dict.fromkeys((*settings.guard_functions, settings.guard_import)))
         self.gradients = Gradients(self.resolver, self.tree)

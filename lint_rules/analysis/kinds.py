@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Union
 
 if TYPE_CHECKING:
+    from lint_rules.analysis.provenance import Origin
     from lint_rules.analysis.symbols import Scope
 
 # --------------------------------------------------------------------------------------------
@@ -64,6 +65,9 @@ class Unresolved:
     graphed: bool = False
     """Its holder is named for CUDA graphs (``self.cuda_graphs[l][mb]``): it may be a
     ``make_graphed_callables`` callable, which needs a bool flag, so it is never rewritten."""
+    origin: Origin | None = None
+    """Where it comes from when an import says (``provenance.Foreign``, ``LookAlike``):
+    not TE by evidence either way, so quiet unless ``unresolved = "report"``."""
 
 
 Callee = Union[TEModule, TERejects, NotTE, Unresolved]
@@ -126,6 +130,7 @@ class Kind:
         "index",
         "rejects",
         "takes",
+        "origin",
     )
 
     def __init__(
@@ -141,6 +146,7 @@ class Kind:
         index: int | None = None,
         rejects: bool = False,
         takes: int | None = None,
+        origin: Origin | None = None,
     ) -> None:
         self.tag = tag
         self.name = name
@@ -160,6 +166,9 @@ class Kind:
         index in that signature (None: keyword only, or not a parameter)."""
         self.rejects = rejects
         """For a TE instance whose ``forward`` is defined in the file: it takes no flag."""
+        self.origin = origin
+        """For an unknown value: where it comes from, when an import says
+        (``provenance.Foreign`` or ``provenance.LookAlike``; not compared)."""
         self.takes = takes
         """For a TE instance whose ``forward`` is defined in the file and takes the flag
         keyword-only, without ``*args``: how many positional arguments it takes."""
@@ -185,6 +194,11 @@ PENDING = Kind(Tag.PENDING)
 GRAPHED = Kind(Tag.GRAPHED)
 
 _NON_TE_VALUES = frozenset({Tag.LOCAL_INSTANCE, Tag.METHOD, Tag.FUNCTION, Tag.NOT_TE})
+
+
+def _outside_te(kind: Kind) -> bool:
+    """A dotted name imported from a package that is not TE."""
+    return kind.tag is Tag.QUALNAME and not kind.name.startswith("transformer_engine")
 
 
 def te_instance(cls: str) -> Kind:
@@ -235,6 +249,12 @@ def join(kinds: Sequence[Kind]) -> Kind:
         return Kind(Tag.CONTAINER, element=join(elements) if elements else None)
     if all(k.tag in _NON_TE_VALUES for k in live):
         return NOT_TE  # in-file classes' instances, methods, functions: none is TE
+    if all(k.tag in _NON_TE_VALUES or _outside_te(k) for k in live):
+        # A choice between imported functions (or them and in-file ones): none is TE.
+        return NOT_TE
+    origins = [k for k in live if k.tag is Tag.UNKNOWN and k.origin is not None]
+    if origins and all(k.tag in _NON_TE_VALUES or _outside_te(k) or k.origin for k in live):
+        return origins[0]  # foreign values (and non-TE ones): where the first comes from
     for k in live:
         if k.tag is Tag.CONTAINER:
             return k

@@ -166,6 +166,13 @@ def stores_flag(stmt: ast.stmt, mapping: str) -> bool:
         rebinds = any(isinstance(t, ast.Name) and t.id == mapping for t in targets)
         mentions = any(isinstance(n, ast.Name) and n.id == mapping for n in ast.walk(stmt.value))
         return rebinds and not mentions
+    if (
+        isinstance(stmt, ast.AugAssign)
+        and isinstance(stmt.op, ast.BitOr)
+        and isinstance(stmt.target, ast.Name)
+        and stmt.target.id == mapping
+    ):
+        return _dict_has_flag(stmt.value)
     if isinstance(stmt, ast.Delete):
         return any(is_key(t) for t in stmt.targets)
     if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
@@ -178,7 +185,15 @@ def stores_flag(stmt: ast.stmt, mapping: str) -> bool:
         ):
             return False
         if func.attr == "update":
-            return any(kw.arg == FLAG for kw in call.keywords)
+            literal = call.args[0] if len(call.args) == 1 else None
+            return any(kw.arg == FLAG for kw in call.keywords) or _dict_has_flag(literal)
         if func.attr == "pop":
             return bool(call.args) and constant_str(call.args[0]) == FLAG
     return False
+
+
+def _dict_has_flag(node: ast.expr | None) -> bool:
+    """A dict literal with the flag's key (``{"is_first_microbatch": v}``)."""
+    return isinstance(node, ast.Dict) and any(
+        key is not None and constant_str(key) == FLAG for key in node.keys
+    )

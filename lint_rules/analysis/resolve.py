@@ -17,7 +17,6 @@ from collections.abc import Callable
 
 from lint_rules.analysis.classes import Classes
 from lint_rules.analysis.kinds import (
-    GRAPHED,
     NOT_TE,
     PENDING,
     UNKNOWN,
@@ -33,37 +32,28 @@ from lint_rules.analysis.kinds import (
     te_instance,
     unknown,
 )
+from lint_rules.analysis.library import library_call, torch_class
 from lint_rules.analysis.project import PROJECT_TAGS, Project
+from lint_rules.analysis.provenance import origin_of
 from lint_rules.analysis.symbols import (
     ModuleSymbols,
     Scope,
     constant_str,
     dotted,
-    optional_import,
     statements,
 )
 from lint_rules.te import (
     FORWARDERS,
-    PASS_THROUGH,
+    TAKES_FLAG_SINCE,
     TE_CHECKPOINT_LEGACY_ARGS,
-    TE_GRAPH_FACTORY,
     TE_ROOT,
+    TEFacts,
+    facts_for,
     te_class_of,
     te_rejecting_name,
+    te_taking_name,
 )
 
-_CONTAINER_FACTORIES = frozenset(
-    {
-        "torch.nn.ModuleList",
-        "torch.nn.Sequential",
-        "torch.nn.ModuleDict",
-        "torch.nn.modules.container.ModuleList",
-        "torch.nn.modules.container.Sequential",
-        "torch.nn.modules.container.ModuleDict",
-        "list",
-        "tuple",
-    }
-)
 _BUILTIN_NAMES = frozenset(dir(builtins))
 RETURNS_SELF = frozenset(
     {"cuda", "cpu", "xpu", "ipu", "mtia", "to", "to_empty", "type", "float", "double", "half"}
@@ -74,32 +64,33 @@ _MODULE_VALUES = frozenset(
     {Tag.TE_INSTANCE, Tag.LOCAL_INSTANCE, Tag.CONTAINER, Tag.SELF, Tag.GRAPHED, Tag.NOT_TE}
 )
 MAPPING_STORES = frozenset({"update", "setdefault"})
+_VIEWS = frozenset({"values", "items"})
+"""``ModuleDict`` (or dict) views: their items are what the mapping holds."""
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _NO_CYCLE = 1 << 30
 
 
+def te_taking(qual: str) -> bool:
+    """A TE class whose instances take the flag in some releases without it touching a
+    gradient (``DotProductAttention`` in 1.9-1.13, which holds no weights)."""
+    return qual.startswith(TE_ROOT + ".") and qual.rsplit(".", 1)[-1] in TAKES_FLAG_SINCE
+
+
 @functools.lru_cache(maxsize=4096)
-def classify_qualname(qual: str) -> Kind:
+def classify_qualname(qual: str, facts: TEFacts | None = None) -> Kind:
+    """What an imported dotted name is, in the TE release of ``facts`` (newest: None)."""
     cls = te_class_of(qual)
     if cls:
         return Kind(Tag.TE_CLASS, cls)
-    reject = te_rejecting_name(qual)
+    if te_taking_name(qual, facts):
+        return Kind(Tag.QUALNAME, qual)  # takes the flag in this release, with no effect on
+        # gradients (no weights): its instances are not modules the rules look at
+    reject = te_rejecting_name(qual, facts)
     if reject:
         return Kind(Tag.REJECT, reject)
     if qual in FORWARDERS:
         return Kind(Tag.FORWARDER, FORWARDERS[qual], shift=1)
     return Kind(Tag.QUALNAME, qual)
-
-
-_TORCH_MODULE_WRAPPERS = ("torch.nn.DataParallel", "torch.nn.parallel.", "torch.distributed.")
-"""torch classes that call a module they are given: what they hold decides, so not known."""
-
-
-def torch_class(qual: str) -> bool:
-    """A class of ``torch`` (``torch.nn.Linear``, however imported): known not to be TE."""
-    if not qual.startswith("torch.") or qual.startswith(_TORCH_MODULE_WRAPPERS):
-        return False
-    return qual.rsplit(".", 1)[-1][:1].isupper()
 
 
 def _describe(node: ast.expr) -> str:
@@ -110,14 +101,19 @@ def _describe(node: ast.expr) -> str:
 class Resolver:
     """Resolve expressions of one file; results about classes and functions are memoised."""
 
-    def __init__(self, symbols: ModuleSymbols, project: Project | None = None) -> None:
+    def __init__(
+        self, symbols: ModuleSymbols, project: Project | None = None, facts: TEFacts | None = None
+    ) -> None:
         self.symbols = symbols
         self.project = project
         """The other files of the run (``project``), or None: resolution stays in the file."""
-        self.qualname_kind: Callable[[str], Kind] = classify_qualname
+        self.facts = facts or facts_for("")
+        """TE's facts in the release the project uses (``te-version``)."""
+        known = self.facts
+        self.qualname_kind: Callable[[str], Kind] = lambda qual: classify_qualname(qual, known)
         """What an imported dotted name is: a TE name, an export of the run, or a qualname."""
         if project is not None:
-            self.qualname_kind = lambda qual: project.kind(qual) or classify_qualname(qual)
+            self.qualname_kind = lambda qual: project.kind(qual) or classify_qualname(qual, known)
         self.classes = Classes(self)
         self.resolving: set[int] = set()
         self._memo: dict[tuple[object, ...], Kind] = {}
@@ -189,7 +185,7 @@ class Resolver:
         if kind.tag is Tag.REJECT:
             return TERejects(kind.name)
         if kind.tag in (Tag.UNKNOWN, Tag.PENDING):
-            return Unresolved(kind.name or "not resolved", via)
+            return Unresolved(kind.name or "not resolved", via, origin=kind.origin)
         if kind.tag is Tag.GRAPHED:
             return NotTE("a make_graphed_callables callable needs a bool flag")
         return NotTE()
@@ -243,7 +239,7 @@ class Resolver:
             # `try: from transformer_engine.pytorch import Linear` / `except: class Linear`
             # (or `te = MagicMock()`): the fallback is for machines without TE, the TE
             # alternative is what runs where the flag matters.
-            return join([classify_qualname(q) for q in te_imports])
+            return join([self.qualname_kind(q) for q in te_imports])
         if name in symbols.classes:
             return Kind(Tag.CLASS, name, node=symbols.classes[name])
         if name in symbols.functions:
@@ -402,10 +398,14 @@ class Resolver:
             return kind
         if kind.tag is Tag.CLASS and isinstance(kind.node, ast.ClassDef):
             return self.classes.instance(kind.node)
-        if kind.tag is Tag.QUALNAME and torch_class(kind.name):
+        if kind.tag is Tag.QUALNAME and (torch_class(kind.name) or te_taking(kind.name)):
             return NOT_TE
         if kind.tag is Tag.PROJECT_CLASS:
             return self.project.instance(kind.name)  # type: ignore[union-attr]
+        if kind.tag is Tag.QUALNAME:
+            origin = origin_of(kind.name)
+            if origin is not None:
+                return Kind(Tag.UNKNOWN, f"an instance of `{kind.name}`", origin=origin)
         return unknown("an instance of a class that is not resolved")
 
     def attribute_of(self, base: Kind, attr: str) -> Kind:
@@ -444,6 +444,12 @@ class Resolver:
             if name is not None:
                 return self.attribute_of(self.resolve(call.args[0], scope), name)
             return unknown("`getattr` with a name that is not a constant")
+        if isinstance(func, ast.Attribute) and func.attr in _VIEWS and not call.args:
+            base = self.resolve(func.value, scope)  # `self.layers.values()`, `.items()`
+            if base.tag is Tag.CONTAINER and base.element is not None:
+                if func.attr == "values":
+                    return Kind(Tag.CONTAINER, element=base.element)
+                return Kind(Tag.CONTAINER, element=container([NOT_TE, base.element]))
         if isinstance(func, ast.Attribute) and func.attr in RETURNS_SELF:
             base = self.resolve(func.value, scope)
             if base.tag in _MODULE_VALUES:
@@ -537,35 +543,3 @@ def _legacy_te_checkpoint(call: ast.Call) -> bool:
         return isinstance(second.value, bool)
     spelled = dotted(second) or ""
     return spelled.rsplit(".", 1)[-1] == "distribute_saved_activations"
-
-
-def library_call(resolver: Resolver, qual: str, call: ast.Call, scope: Scope | None) -> Kind:
-    """What a call of the library function ``qual`` (outside the file and TE) returns."""
-    symbols = resolver.symbols
-    if symbols.helpers:  # `X, HAVE_X = safe_import_from("pkg", "X")` inside a function
-        imported = optional_import(call, symbols.helpers, symbols.alias_choices)
-        if imported is not None:
-            return container([resolver.qualname_kind(imported), NOT_TE])
-    short = qual.rsplit(".", 1)[-1]
-    if qual.startswith(TE_ROOT + ".") and short == TE_GRAPH_FACTORY:
-        return GRAPHED
-    if qual in PASS_THROUGH and call.args:
-        return resolver.resolve(call.args[0], scope)
-    if qual in ("enumerate", "zip", "reversed") and call.args:
-        parts = [resolver.element_of(resolver.resolve(a, scope)) for a in call.args]
-        if qual == "enumerate":
-            return Kind(Tag.CONTAINER, element=container([NOT_TE, parts[0]]))
-        if qual == "zip":
-            return Kind(Tag.CONTAINER, element=container(parts))
-        return Kind(Tag.CONTAINER, element=parts[0])
-    if qual in _CONTAINER_FACTORIES or short in ("ModuleList", "Sequential", "ModuleDict"):
-        elements = [resolver.resolve(a, scope) for a in call.args]
-        if short in ("ModuleList", "list", "tuple", "ModuleDict") and elements:
-            first = elements[0]
-            if first.tag is Tag.CONTAINER:
-                return first
-            return Kind(Tag.CONTAINER, element=resolver.element_of(first))
-        return container(elements)
-    if torch_class(qual):
-        return NOT_TE  # torch.nn.Linear(...) and the like
-    return unknown(f"the result of `{qual}`")

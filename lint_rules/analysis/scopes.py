@@ -164,6 +164,8 @@ class ScopeCollector:
         elif kind is ast.AugAssign:
             for name in target_names(stmt.target):  # type: ignore[attr-defined]
                 self.bind(name.id, Binding("aug", stmt.value, branches))  # type: ignore[attr-defined]
+            if isinstance(stmt.op, ast.BitOr) and isinstance(stmt.target, ast.Name):  # type: ignore[attr-defined]
+                self.literal_stores(stmt.target.id, stmt.value, branches)  # type: ignore[attr-defined]
         elif kind is ast.For or kind is ast.AsyncFor:
             for name, path in target_paths(stmt.target):  # type: ignore[attr-defined]
                 self.bind(name.id, Binding("for", stmt.iter, branches, path=path))  # type: ignore[attr-defined]
@@ -219,18 +221,30 @@ class ScopeCollector:
             self.scope.key_stores.setdefault(target.value.id, []).append((target, value, branches))
 
     def update_call(self, call: ast.expr, branches: tuple[Branch, ...]) -> None:
-        """``kw.update(is_first_microbatch=v)`` stores the key like a subscript would."""
+        """``kw.update(is_first_microbatch=v)``, ``kw.update({"is_first_microbatch": v})`` and
+        ``kw.setdefault("is_first_microbatch", v)`` store the key like a subscript would."""
         if (
             isinstance(call, ast.Call)
             and isinstance(call.func, ast.Attribute)
             and call.func.attr in ("update", "setdefault")
             and isinstance(call.func.value, ast.Name)
         ):
+            name = call.func.value.id
             for kw in call.keywords:
                 if kw.arg == FLAG:
-                    self.scope.key_stores.setdefault(call.func.value.id, []).append(
-                        (kw, kw.value, branches)
-                    )
+                    self.scope.key_stores.setdefault(name, []).append((kw, kw.value, branches))
+            args = call.args
+            if call.func.attr == "update" and len(args) == 1:
+                self.literal_stores(name, args[0], branches)
+            elif len(args) == 2 and constant_str(args[0]) == FLAG:  # setdefault(key, v)
+                self.scope.key_stores.setdefault(name, []).append((args[0], args[1], branches))
+
+    def literal_stores(self, name: str, value: ast.expr, branches: tuple[Branch, ...]) -> None:
+        """``kw |= {"is_first_microbatch": v}`` (or ``update`` with it): the key is stored."""
+        if isinstance(value, ast.Dict):
+            for key, item in zip(value.keys, value.values):
+                if key is not None and constant_str(key) == FLAG:
+                    self.scope.key_stores.setdefault(name, []).append((key, item, branches))
 
     def expr(self, expr: ast.expr, branches: tuple[Branch, ...]) -> None:
         """Walrus targets bind in the function; nested scopes are skipped."""

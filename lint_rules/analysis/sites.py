@@ -64,7 +64,9 @@ def target_text(call: ast.Call, callee: Callee) -> str:
     func = call.args[0] if via else call.func
     if isinstance(callee, TEModule):
         return callee_text(describe(func), callee.name or callee.cls or None, via=via)
-    return callee_text(describe(func), resolved=False, via=via)
+    origin = callee.origin if isinstance(callee, Unresolved) else None
+    told = origin.describe() if origin is not None else ""
+    return callee_text(describe(func), resolved=False, via=via, origin=told)
 
 
 def flag_index(call: ast.Call, callee: TEModule) -> int | None:

@@ -125,6 +125,10 @@ class ModuleSymbols:
         for stmt in tree.body:
             self._collect(stmt)
 
+    @property
+    def tree(self) -> ast.Module:
+        return self._tree
+
     def _alias(self, local: str, qualname: str) -> None:
         """Remember every module a name may come from (``try``/``if`` picks one at run time)."""
         choices = self.alias_choices.setdefault(local, [])

@@ -300,11 +300,14 @@ def format_statistics(
 ) -> str:
     """Counts per code, most frequent first, with the rule's summary (not one site's text);
     ``fixable`` counts what ``fix`` would apply, as the hint does."""
+    from lint_rules.rules import names_unresolved
+
     counts: dict[str, list[int]] = {}
     for f in findings:
-        entry = counts.setdefault(f.code, [0, 0])
+        entry = counts.setdefault(f.code, [0, 0, 0])
         entry[0] += 1
         entry[1] += applies(f)
+        entry[2] += names_unresolved(f.message)  # quiet unless `unresolved = "report"`
     summaries = rule_summaries()
     ordered = sorted(counts.items(), key=lambda item: (-item[1][0], item[0]))
     if as_json:
@@ -315,13 +318,15 @@ def format_statistics(
                 "code": code,
                 "count": count,
                 "fixable": fixable,
+                "unresolved": unresolved,
                 "summary": summaries.get(code, code),
             }
-            for code, (count, fixable) in ordered
+            for code, (count, fixable, unresolved) in ordered
         ]
         return json.dumps(rows, indent=2) + "\n"
     width = max((len(str(c[0])) for _, c in ordered), default=1)
     return "".join(
-        f"{count:>{width}}  {code}  {'[*] ' if fixable else ''}{summaries.get(code, code)}\n"
-        for code, (count, fixable) in ordered
+        f"{count:>{width}}  {code}  {'[*] ' if fixable else ''}{summaries.get(code, code)}"
+        f"{f' ({unresolved} unresolved)' if unresolved else ''}\n"
+        for code, (count, fixable, unresolved) in ordered
     )

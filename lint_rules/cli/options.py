@@ -310,6 +310,7 @@ def configure(args: argparse.Namespace) -> Configuration:
         tracked_functions=args.tracked_functions,
         import_helpers=args.import_helpers,
         unresolved=args.unresolved,
+        te_version=getattr(args, "te_version", None),
         fix_strategy=args.fix_strategy,
         guard_import=args.guard_import,
         guard_config=args.guard_config,

@@ -224,6 +224,10 @@ def _result(f: Reported, index: int, root: str, hashes: dict[int, str]) -> dict[
     result.update(_evidence(f, root))
     if f.applicability:
         result["properties"] = {"fixApplicability": f.applicability}
+    from lint_rules.rules import names_unresolved
+
+    if names_unresolved(f.message):  # quiet by default: `unresolved = "report"` shows it
+        result.setdefault("properties", {})["calleeResolved"] = False
     return result
 
 

@@ -1,0 +1,141 @@
+"""Which TE release a project runs: the ``te-version`` setting, else the project's own pins.
+
+As ruff infers ``target-version`` from ``requires-python``, the release is read, when
+``te-version`` is not set, from the nearest project above a file (the first folder holding a
+``pyproject.toml``, a ``setup.cfg``, a ``setup.py`` or a ``requirements*.txt``):
+
+- ``pyproject.toml``: ``[project] dependencies`` and ``optional-dependencies``;
+- ``requirements*.txt`` (every such file of the folder, in name order);
+- ``setup.cfg``: ``[options] install_requires`` and ``extras_require``;
+
+and from the first requirement on ``transformer-engine`` (``transformer_engine``,
+``transformer-engine[pytorch]``, ``transformer-engine-torch``...) found: ``==X.Y.Z`` or
+``~=X.Y`` is that release; an upper bound (``<2.0``, ``<=1.13``) the newest known release it
+allows; a lower bound alone, or no pin, the newest (``te.NEWEST``). Each folder is looked up
+once per process.
+"""
+
+from __future__ import annotations
+
+import configparser
+import functools
+import glob
+import os
+import re
+import sys
+from dataclasses import dataclass
+
+from lint_rules.te import NEWEST, Release, parse_release
+
+_PROJECT_FILES = ("pyproject.toml", "setup.cfg", "setup.py")
+_TE_REQUIREMENT = re.compile(
+    r"^\s*transformer[-_.]?engine(?:[-_.]?(?:torch|cu\d+))?\s*(?:\[[^\]]*\])?\s*(?P<spec>[^;#]*)",
+    re.I,
+)
+_CLAUSE = re.compile(r"(?P<op>==|~=|<=|>=|<|>|!=)\s*(?P<version>[0-9][0-9a-zA-Z.*+!-]*)")
+KNOWN_MINORS: dict[int, int] = {1: 13, 2: NEWEST[1]}
+"""The newest minor release of each major the facts know (an upper bound picks below it)."""
+
+
+@dataclass(frozen=True)
+class Inferred:
+    """The release a file's project uses, and where that was read (``--show-settings``)."""
+
+    version: str
+    """``"1.13"``; ``""`` when nothing pins TE (the newest applies)."""
+    source: str
+
+
+def release_of_spec(spec: str) -> Release | None:
+    """The release a requirement's version clauses point at, or None (no clause that does)."""
+    pinned = upper = None
+    upper_inclusive = False
+    for match in _CLAUSE.finditer(spec):
+        op, text = match["op"], match["version"].rstrip(".*")
+        release = parse_release(text)
+        if release is None:
+            continue
+        if op in ("==", "~="):
+            pinned = release
+        elif op in ("<", "<="):
+            upper, upper_inclusive = release, op == "<="
+    if pinned is not None:
+        return pinned
+    if upper is None:
+        return None
+    if upper_inclusive:
+        return upper
+    major, minor = upper
+    if minor > 0:
+        return (major, minor - 1)
+    below = major - 1
+    return (below, KNOWN_MINORS.get(below, 0)) if below >= 1 else None
+
+
+def _requirements(folder: str) -> list[tuple[str, str]]:
+    """``(requirement, file)`` for every requirement the folder's project files declare."""
+    found: list[tuple[str, str]] = []
+    pyproject = os.path.join(folder, "pyproject.toml")
+    if os.path.isfile(pyproject):
+        if sys.version_info >= (3, 11):
+            import tomllib
+        else:  # pragma: no cover - 3.9/3.10 only
+            import tomli as tomllib
+        try:
+            with open(pyproject, "rb") as handle:
+                project = tomllib.load(handle).get("project", {})
+        except (OSError, ValueError):
+            project = {}
+        if isinstance(project, dict):
+            listed = list(project.get("dependencies", []) or [])
+            for extra in (project.get("optional-dependencies", {}) or {}).values():
+                listed.extend(extra if isinstance(extra, list) else [])
+            found.extend((r, pyproject) for r in listed if isinstance(r, str))
+    for path in sorted(glob.glob(os.path.join(glob.escape(folder), "requirements*.txt"))):
+        try:
+            with open(path, encoding="utf-8", errors="replace") as handle:
+                found.extend((line, path) for line in handle)
+        except OSError:
+            continue
+    setup_cfg = os.path.join(folder, "setup.cfg")
+    if os.path.isfile(setup_cfg):
+        parser = configparser.ConfigParser(interpolation=None)
+        try:
+            parser.read(setup_cfg, encoding="utf-8")
+        except (configparser.Error, OSError, UnicodeDecodeError):
+            return found
+        if parser.has_option("options", "install_requires"):
+            lines = parser.get("options", "install_requires").splitlines()
+            found.extend((line, setup_cfg) for line in lines)
+        if parser.has_section("options.extras_require"):
+            for _name, value in parser.items("options.extras_require"):
+                found.extend((line, setup_cfg) for line in value.splitlines())
+    return found
+
+
+def _is_project(folder: str) -> bool:
+    if any(os.path.isfile(os.path.join(folder, name)) for name in _PROJECT_FILES):
+        return True
+    return bool(glob.glob(os.path.join(glob.escape(folder), "requirements*.txt")))
+
+
+@functools.lru_cache(maxsize=1024)
+def infer(folder: str) -> Inferred:
+    """The TE release the project holding ``folder`` pins (the nearest project above it)."""
+    current = os.path.abspath(folder)
+    while True:
+        if _is_project(current):
+            for requirement, path in _requirements(current):
+                match = _TE_REQUIREMENT.match(requirement)
+                if match is None:
+                    continue
+                release = release_of_spec(match["spec"])
+                if release is not None:
+                    text = f"{release[0]}.{release[1]}"
+                    shown = requirement.split("#", 1)[0].strip()
+                    return Inferred(text, f"inferred from {path} ({shown})")
+            return Inferred("", f"newest known ({NEWEST[0]}.{NEWEST[1]}): {current} pins no TE")
+        parent = os.path.dirname(current)
+        if parent == current:
+            return Inferred("", f"newest known ({NEWEST[0]}.{NEWEST[1]}): no project pins TE")
+        current = parent
