@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
@@ -60,7 +61,6 @@ def run_in_process(args: list[str], cwd: Path) -> Any:
     (stdout, stderr, the exit code), without a process start and its imports. For the runs that
     need a process of their own (``IN_PROCESS_UNSAFE``) use a subprocess; the documented
     commands (test_cli_docs.py) always run as processes."""
-    import contextlib
     import io
     import subprocess
 
@@ -120,14 +120,36 @@ print(json.dumps({"input": compiles(job["text"]), "ours": [compiles(t) for t in 
 """
 
 
+def other_grammar_env() -> dict[str, str]:
+    """The environment for another interpreter to import this repository's ``lint_rules``:
+    the repository and flake8's own folder (``noqa`` reads flake8's patterns; flake8 is pure
+    Python, so this one's copy serves any version)."""
+    import flake8
+
+    root = str(Path(__file__).resolve().parent.parent)
+    flake8_home = os.path.dirname(os.path.dirname(os.path.abspath(flake8.__file__)))
+    import tempfile
+
+    # a folder holding flake8 alone, not this venv's whole site-packages (built for this Python)
+    shim = os.path.join(tempfile.gettempdir(), f"te-lint-flake8-only-{os.getuid()}")
+    if not os.path.isdir(os.path.join(shim, "flake8")):
+        os.makedirs(shim, exist_ok=True)
+        with contextlib.suppress(FileExistsError):
+            os.symlink(os.path.join(flake8_home, "flake8"), os.path.join(shim, "flake8"))
+    return {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join((root, shim)),
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
+
+
 def on_other_grammar(python: str, text: str, outputs: list[str], found: list) -> dict:
     """Run by ``python`` (``other_grammar_python``): whether ``text`` and each of ``outputs``
     compile there, and ``add_noqa(text, found)`` as that Python writes it (``theirs``)."""
     import json
     import subprocess
 
-    root = str(Path(__file__).resolve().parent.parent)
-    env = {**os.environ, "PYTHONPATH": root, "PYTHONDONTWRITEBYTECODE": "1"}
+    env = other_grammar_env()
     job = json.dumps({"text": text, "outputs": outputs, "found": found})
     done = subprocess.run(
         [python, "-c", OTHER_GRAMMAR_SCRIPT], input=job, capture_output=True, text=True, env=env

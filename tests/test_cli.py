@@ -207,8 +207,11 @@ def test_text_output_matches_flake8_plugin(tree: Path) -> None:
     ours = run("check", "--output-format", "concise", "pkg", cwd=tree)
     assert sorted(ours.stdout.splitlines()) == sorted(flake8.stdout.splitlines())
     # the evidence on the finding's one line, as much as fits in 160 characters (here none:
-    # the message fills the line; `explain` and the text format show every step)
-    assert all(len(line) <= 160 for line in flake8.stdout.splitlines())
+    # the message fills the line; `explain` and the text format show every step). The message
+    # itself is never cut: a strict project's provenance note can carry it past 160 alone.
+    lines = flake8.stdout.splitlines()
+    assert all(len(line) <= 160 or ("(:" not in line and "explain" not in line) for line in lines)
+    assert any(len(line) <= 160 for line in lines)
 
 
 def test_full_text_puts_the_evidence_under_each_finding(tree: Path) -> None:

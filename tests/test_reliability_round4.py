@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers import other_grammar_env
 
 import lint_rules.fileio as fileio
 from lint_rules.cli import main
@@ -93,7 +94,6 @@ def test_the_f_string_placement_compiles_on_311_and_312(tmp_path: Path) -> None:
     pythons = interpreters()
     if len(pythons) < 2 or min(pythons) >= (3, 12) or max(pythons) < (3, 12):
         pytest.skip("needs a Python 3.12 or later and one before it")
-    root = str(Path(__file__).resolve().parent.parent)
     text = MODULE.replace(
         CALL, 'return f"""{self.fc(x, is_first_microbatch=self.flag,\n        )}"""'
     )
@@ -104,7 +104,7 @@ def test_the_f_string_placement_compiles_on_311_and_312(tmp_path: Path) -> None:
             "import sys; from lint_rules.noqa import add_noqa; p = sys.argv[1]; "
             "t, n = add_noqa(open(p).read(), [(11, 'TEM001')]); open(p, 'w').write(t)"
         )
-        env = {**os.environ, "PYTHONPATH": root, "PYTHONDONTWRITEBYTECODE": "1"}
+        env = other_grammar_env()
         subprocess.run([writer, "-c", script, str(path)], check=True, env=env)
         assert "# noqa: TEM001" in path.read_text()
         for reader in pythons.values():

@@ -15,7 +15,7 @@ import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
 import pytest
-from helpers import run_in_process
+from helpers import SAMPLE_PYPROJECT, run_in_process
 
 from lint_rules.rules import RULES
 
@@ -28,7 +28,7 @@ DOCS = "https://git.example.com/ml/te-microbatch-lint/blob/main/docs/rules.md"
 def tree(tmp_path: Path) -> Path:
     root = tmp_path / "project"
     shutil.copytree(SAMPLE, root)
-    (root / "pyproject.toml").write_text("[project]\nname = 'sample'\n")
+    (root / "pyproject.toml").write_text(SAMPLE_PYPROJECT)  # a strict project
     return root
 
 
@@ -37,7 +37,10 @@ def check(tree: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def configure(tree: Path, table: str) -> None:
-    (tree / "pyproject.toml").write_text(f"[tool.te-microbatch-lint]\n{table}\n")
+    """The sample tree's table: a strict project (unresolved callees reported), plus ``table``."""
+    (tree / "pyproject.toml").write_text(
+        f'[tool.te-microbatch-lint]\nunresolved = "report"\n{table}\n'
+    )
 
 
 # ----------------------------------------------------------------------------------- 1. links

@@ -53,7 +53,7 @@ def megatron_root() -> Path | None:
 def run_arms(tmp_path: Path, *arms: str, env: dict[str, str] | None = None) -> dict[str, str]:
     root = megatron_root()
     if root is None:
-        pytest.skip(f"megatron-core not installed and megatron-core {VERSION} unavailable (registry?)")
+        pytest.skip(f"megatron-core not installed, and megatron-core {VERSION} unavailable")
     if importlib.util.find_spec("numpy") is None:
         pytest.skip("megatron-core imports numpy, which is not installed (pip install 'numpy<2')")
     shim = build_shim(tmp_path / "shim")
