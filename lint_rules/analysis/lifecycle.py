@@ -17,6 +17,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from lint_rules.analysis import builds, prefilter
+from lint_rules.analysis.collector import file_classes
 from lint_rules.analysis.facts import (
     MODE_ATTRIBUTES,
     CallFact,
@@ -24,6 +25,7 @@ from lint_rules.analysis.facts import (
     Write,
     collect,
 )
+from lint_rules.analysis.steps import BAD, Reach, Steps, best, runs_as_forward
 from lint_rules.analysis.nodes import is_none, target_names
 from lint_rules.analysis.runfacts import RunFacts
 from lint_rules.analysis.runfacts import last_name as _last
@@ -48,11 +50,6 @@ class Verdict(enum.Enum):
 RANK = {v: n for n, v in enumerate(Verdict)}
 
 
-def runs_as_forward(name: str) -> bool:
-    """Whether a function of this name runs as a module's forward (what a training step calls,
-    not the code that drives it): ``forward``, ``_forward_impl``, ``forward_step``... and
-    ``__call__``."""
-    return name == "__call__" or name.lstrip("_").startswith("forward")
 
 
 class Judgement(NamedTuple):
@@ -112,6 +109,7 @@ class Lifecycle:
         self._split: list[str] | None = None
         self._own: dict[str, FileFacts] = {}
         self._module_code: dict[int, bool] = {}
+        self._steps: Steps | None = None
         self._class = ""
         self._self = ""
         """The class of the call being judged, and its method's first parameter."""
@@ -302,7 +300,8 @@ class Lifecycle:
         return self.state(source.key, source.node)
 
     def state(self, key: str, node: ast.AST | None) -> Judgement:
-        """The verdict on a state (``attr:name`` or ``global:name``) from its writes."""
+        """The verdict on a state (``attr:name`` or ``global:name``) from its writes that can
+        reach this object, and when each re-arm runs (``steps``)."""
         self.keys.add(key)
         spelled = key.split(":", 1)[1]
         writes = [w for w in self.own(spelled).writes if w.key == key]
@@ -317,35 +316,72 @@ class Lifecycle:
         if not writes:
             steps = [*head, Evidence(f"nothing in the files seen writes `{spelled}`")]
             return Judgement(Verdict.UNVERIFIED, tuple(steps), provisional=alone)
+        stepper = self._stepper()
+        on_self = bool(self._class) and (
+            isinstance(node, ast.Attribute) and getattr(node.value, "id", "") == self._self
+        )
+        unknown = [w for w in writes if w.target.startswith("unknown:") and _re_arms(w)]
+        writes = [
+            w
+            for w in writes
+            if not w.target.startswith("unknown:")
+            and not (
+                on_self
+                and w.target.startswith(("self:", "obj:"))
+                and not stepper.related(w.target.split(":", 1)[1], self._class)
+            )
+        ]
         own_class = self._class
         # the call's own class first: its set-up and clear are the ones that matter
         writes.sort(key=lambda w: _last(w.function.rsplit(".", 1)[0]) != own_class)
         rearms = [w for w in writes if _re_arms(w)]
         steps = list(head)
         steps.extend(_describe(w) for w in _first_of_each(writes))
-        called = [(w, self._caller(w)) for w in rearms]
-        live = [(w, c) for w, c in called if c is not None]
-        plain = [(w, c) for w, c in live if not w.conditions]
-        if plain or self._built_where_re_armed(key, node, live):
+        judged = [(w, best(stepper.reach(w))) for w in rearms]
+        if any(r is not None and r.kind == "step" for _, r in judged):
             return MAINTAINED
-        if live:
-            write, caller = live[0]
-            condition = " and ".join(write.conditions)
-            steps.append(_describe(write, condition))
-            assert caller is not None
-            steps.append(caller)
-            return Judgement(Verdict.CONDITIONAL, tuple(steps[:8]), condition, alone)
-        if rearms:
-            write = rearms[0]
-            steps.append(_describe(write))
-            steps.append(self._uncalled(write))
-            return Judgement(Verdict.UNVERIFIED, tuple(steps[:8]), provisional=alone)
+        conditional = [(w, r) for w, r in judged if r is not None and r.kind == "conditional"]
+        if conditional and self._built_where_re_armed(key, node, [r for _, r in conditional]):
+            return MAINTAINED
+        if conditional:
+            write, reach = conditional[0]
+            steps.append(_describe(write, reach.condition if write.conditions else ""))
+            steps.extend(reach.evidence)
+            return Judgement(Verdict.CONDITIONAL, tuple(steps[:8]), reach.condition, alone)
+        steps.extend(_unknown_note(w) for w in unknown[:1])
+        for kinds, verdict in ((BAD, Verdict.STALE), (("uncalled",), Verdict.UNVERIFIED)):
+            found = [(w, r) for w, r in judged if r is not None and r.kind in kinds]
+            if found:
+                write, reach = found[0]
+                steps.append(_describe(write))
+                steps.extend(reach.evidence)
+                return Judgement(verdict, tuple(steps[:8]), provisional=alone)
         steps.append(Evidence(f"nothing in the files seen re-arms `{spelled}`"))
         return Judgement(Verdict.STALE, tuple(steps[:8]), provisional=alone)
 
-    def _built_where_re_armed(
-        self, key: str, node: ast.AST | None, live: Sequence[tuple[Write, Evidence | None]]
-    ) -> bool:
+    def _stepper(self) -> Steps:
+        """When the re-arms run (``steps``), from this file's and the run's calls and classes."""
+        if self._steps is None:
+            own = file_classes(self.tree)
+            run = self.run
+
+            def calls(name: str) -> list[CallFact]:
+                found = [c for c in self.own(name).calls if c.name == name]
+                if run is not None:
+                    found.extend(run.calls(name))
+                return found
+
+            def bases(name: str) -> set[str]:
+                found = set(own.get(name, ()))
+                if run is not None:
+                    found.update(run.classes.get(name, ()))
+                return found
+
+            known = dict(own) if run is None else {**run.classes, **own}
+            self._steps = Steps(calls, bases, known)
+        return self._steps
+
+    def _built_where_re_armed(self, key: str, node: ast.AST | None, live: Sequence[Reach]) -> bool:
         """``self.<flag>`` of a class the run builds only where a re-arm's condition holds
         (``builds``): asked as a key of this file's verdicts, answered by a run over several
         files (``RunFacts.answers``)."""
@@ -353,68 +389,25 @@ class Lifecycle:
             return False
         if not (isinstance(node, ast.Attribute) and getattr(node.value, "id", "") == self._self):
             return False
-        for write, _caller in live:
-            asked = builds.question(self._class, write.conditions)
+        for reach in live:
+            asked = builds.question(self._class, tuple(reach.condition.split(" and ")))
             self.keys.add(asked)
             if self.run.answers.get(asked):
                 return True
         return False
 
-    def _calls_of(self, write: Write) -> list[CallFact]:
-        """The calls of the function holding a re-arm (one passing False re-arms nothing)."""
-        name = _last(write.function)
-        calls = [c for c in self.own(name).calls if c.name == name and c.function != write.function]
-        if self.run is not None:
-            calls.extend(c for c in self.run.calls(name) if c.function != write.function)
-        if write.value.startswith("param:"):
-            calls = [c for c in calls if c.arg != "false"]
-        return calls
 
-    def _uncalled(self, write: Write) -> Evidence:
-        """Why a re-arm keeps nothing: no call of its function, or calls only from code that
-        runs without gradients (``facts.evaluating``), whose forwards use the flag up."""
-        name = _last(write.function)
-        if write.evaluation:
-            return Evidence(
-                f"`{name}` runs without gradients: its forwards use the flag up, no training "
-                "step does",
-                write.line,
-                write.col,
-                write.path,
-            )
-        calls = self._calls_of(write)
-        if calls:
-            call = calls[0]
-            return Evidence(
-                f"`{name}` is called only from `{call.function or 'module level'}`, which runs "
-                "without gradients: its forwards use the flag up, no training step does",
-                call.line,
-                call.col,
-                call.path,
-            )
-        return Evidence(f"nothing in the files seen calls `{name}`")
-
-    def _caller(self, write: Write) -> Evidence | None:
-        """Where the function holding a re-arm is called in training (a forward is called
-        every step; a call from code without gradients is evaluation, and does not count)."""
-        name = _last(write.function)
-        if write.evaluation:
-            return None
-        if runs_as_forward(name):
-            return Evidence(
-                f"`{write.function}` runs on every forward", write.line, write.col, write.path
-            )
-        calls = [c for c in self._calls_of(write) if not c.evaluation]
-        if not calls:
-            return None
-        calls.sort(key=lambda c: not runs_as_forward(_last(c.function)))
-        call = calls[0]
-        return Evidence(
-            f"`{name}` is called from `{call.function or 'module level'}`",
-            call.line,
-            call.col,
-            call.path,
-        )
+def _unknown_note(write: Write) -> Evidence:
+    target = write.target.split(":", 1)[1]
+    spelled = write.key.split(":", 1)[1]
+    where = f"`{write.function}`" if write.function else "module level"
+    return Evidence(
+        f"`{target}.{spelled}` is set in {where} on an object not known to be this one "
+        "(unknown): not counted as its re-arm",
+        write.line,
+        write.col,
+        write.path,
+    )
 
 
 def shared(name: str) -> bool:
