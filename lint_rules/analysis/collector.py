@@ -306,10 +306,15 @@ class Collector:
         return found  # type: ignore[return-value]
 
     def _target(self, receiver: ast.expr, where: Where, trees: frozenset[str] = _NONE) -> str:
+        """The object a write goes to (``Write.target``)."""
         if isinstance(receiver, ast.Name):
             if receiver.id == where.me and where.me and where.cls:
                 return f"self:{where.cls}"
             if receiver.id in where.trees or receiver.id in trees:
+                return "tree"
+            if receiver.id == "ctx" and "ctx" in where.params:
+                return "ctx"  # an autograd Function's context: a fresh object, never a module
+            if self._from_model(receiver.id, where):
                 return "tree"
         if (
             isinstance(receiver, ast.Attribute)
@@ -323,6 +328,42 @@ class Collector:
                 return f"obj:{built}"  # `self.fc.flag = True` where `self.fc = TELinear(...)`
         text = " ".join(ast.unparse(receiver).split())
         return f"unknown:{text[:60]}"
+
+    def _from_model(self, name: str, where: Where) -> bool:
+        """A local every value of which is fetched from a parameter or a tree's module
+        (``decoder = get_attr_wrapped_model(model, "decoder")``, ``getattr(model, "fc")``,
+        ``model.decoder``): a module of that model's tree."""
+        if where.body_of != "function" or name in where.params:
+            return False
+        roots = where.params | where.trees
+        values = [
+            v
+            for n, v in self._bindings(where.function)
+            if n == name and not (isinstance(v, ast.Constant) and v.value is None)
+        ]
+        if not values:
+            return False
+        for value in values:
+            base = value.args[0] if isinstance(value, ast.Call) and value.args else value
+            if isinstance(value, ast.Attribute):
+                base = value.value
+            if not (isinstance(base, ast.Name) and base.id in roots):
+                return False
+        return True
+
+    def _bindings(self, function: str) -> list[tuple[str, ast.expr]]:
+        key = ("bindings", function)
+        found = self._memo.get(key)
+        if found is None:
+            node = self.functions.get(function)
+            found = self._memo[key] = [
+                (t.id, s.value)
+                for s in (statements(getattr(node, "body", ())) if node is not None else ())
+                if isinstance(s, ast.Assign)
+                for t in s.targets
+                if isinstance(t, ast.Name)
+            ]
+        return found  # type: ignore[return-value]
 
     def _simple(self, stmt: ast.stmt, where: Where) -> None:
         targets: list[ast.expr] = []

@@ -324,7 +324,7 @@ class Lifecycle:
         writes = [
             w
             for w in writes
-            if not w.target.startswith("unknown:")
+            if not w.target.startswith(("unknown:", "ctx"))
             and not (
                 on_self
                 and w.target.startswith(("self:", "obj:"))
