@@ -124,7 +124,9 @@ class Lifecycle:
         found = self._own.get(word)
         if found is None:
             lines = None
-            if self._source is not None and prefilter.GATES:
+            if word.startswith("<lambda:"):  # a lambda handed to torch: its own line
+                lines = [int(word[8:-1])]
+            elif self._source is not None and prefilter.GATES:
                 if self._split is None:
                     self._split = ast_lines(self._source)
                 lines = [n for n, line in enumerate(self._split, start=1) if word in line]

@@ -208,8 +208,9 @@ class Steps:
             return [Reach("step")]  # an entry point: what calls it is not in the files seen
         found: list[Reach] = []
         for call in callers:
+            verb = "is handed to torch" if call.receiver.startswith("hook:") else "is called"
             hop = Evidence(
-                f"`{name}` is called from `{call.function or 'module level'}`"
+                f"`{name}` {verb} from `{call.function or 'module level'}`"
                 + (f" only if `{' and '.join(call.conditions)}`" if call.conditions else ""),
                 call.line,
                 call.col,
