@@ -185,7 +185,7 @@ class Collector:
             lambda: self._locals(function),
             lambda: self._flags(function),
             loop_of,
-            self._counters,
+            lambda: self._counters_of(where.cls),
         )
 
     def _locals(self, function: str) -> Mapping[str, ast.expr]:
@@ -227,13 +227,24 @@ class Collector:
         return found  # type: ignore[return-value]
 
     def _counters(self) -> frozenset[str]:
-        """The names and attributes the file steps with ``+=``/``-=`` (its counters)."""
+        """The file's counters: names and attributes stepped with ``+=``/``-=`` only by
+        training (outside a forward, or in a forward under ``self.training`` /
+        ``torch.is_grad_enabled()``: a counter evaluation forwards also move drifts off the
+        step). A countdown (compared with its first value) counts only if it is also refilled
+        outside ``__init__``: ``refill:<name>``."""
         found = self._file.get("counters")
         if found is None:
-            found = self._file["counters"] = frozenset(
-                _last_name(node.target)
-                for node in ast.walk(self.tree)
-                if isinstance(node, ast.AugAssign) and isinstance(node.op, (ast.Add, ast.Sub))
+            found = self._file["counters"] = frozenset(_counters(self.tree))
+        return found  # type: ignore[return-value]
+
+    def _counters_of(self, cls: str) -> frozenset[str]:
+        """The counters of the class ``cls`` (of module-level functions for "")."""
+        key = ("counters", cls)
+        found = self._memo.get(key)
+        if found is None:
+            prefix = f"{cls}."
+            found = self._memo[key] = frozenset(
+                c.replace(prefix, "", 1) for c in self._counters() if prefix in c
             )
         return found  # type: ignore[return-value]
 
@@ -590,3 +601,48 @@ def _targets(target: ast.expr) -> list[ast.expr]:
     if isinstance(target, ast.Name):
         return list(target_names(target))
     return [target] if isinstance(target, ast.Attribute) else []
+
+
+def _guarded_by_training(test: ast.expr) -> bool:
+    return any(
+        (isinstance(n, ast.Attribute) and n.attr == "training")
+        or (isinstance(n, ast.Call) and _last_name(n.func) == "is_grad_enabled")
+        for n in ast.walk(test)
+    )
+
+
+def _counters(tree: ast.Module) -> set[str]:
+    stepped: set[str] = set()
+    drifting: set[str] = set()
+    assigned: set[str] = set()
+
+    def walk(body: Sequence[ast.stmt], cls: str, forward: bool, guarded: bool, init: bool) -> None:
+        for stmt in body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                name = stmt.name
+                runs = name == "__call__" or name.lstrip("_").startswith("forward")
+                walk(stmt.body, cls, runs, False, name == "__init__")
+                continue
+            if isinstance(stmt, ast.ClassDef):
+                walk(stmt.body, stmt.name, False, False, False)
+                continue
+            if isinstance(stmt, ast.AugAssign) and isinstance(stmt.op, (ast.Add, ast.Sub)):
+                name = f"{cls}.{_last_name(stmt.target)}"
+                stepped.add(name)
+                if forward and not guarded:
+                    drifting.add(name)
+            elif isinstance(stmt, ast.Assign) and not init:
+                assigned.update(f"{cls}.{_last_name(t)}" for t in stmt.targets)
+            if isinstance(stmt, (ast.If, ast.While)):
+                inner = guarded or _guarded_by_training(stmt.test)
+                walk(stmt.body, cls, forward, inner, init)
+                walk(stmt.orelse, cls, forward, guarded, init)
+            else:
+                for block in ("body", "orelse", "finalbody"):
+                    walk(getattr(stmt, block, ()), cls, forward, guarded, init)
+                for handler in getattr(stmt, "handlers", ()):
+                    walk(handler.body, cls, forward, guarded, init)
+
+    walk(tree.body, "", False, False, False)
+    kept = stepped - drifting
+    return kept | {f"refill:{n}" for n in kept & assigned}

@@ -156,6 +156,26 @@ def _first_index(test: ast.expr) -> str:
     return left.id if first else ""
 
 
+def _countdown(test: ast.expr) -> str:
+    """The ``n`` of ``n == 0``, ``n <= 0``, ``n < 1``, ``not n`` (a name or an attribute)."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _name(test.operand)
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+        return ""
+    left, op, right = test.left, test.ops[0], test.comparators[0]
+    if isinstance(left, ast.Constant):
+        left, right = right, left
+        op = {ast.Gt: ast.Lt(), ast.GtE: ast.LtE()}.get(type(op), op)
+    if not (isinstance(left, (ast.Name, ast.Attribute)) and isinstance(right, ast.Constant)):
+        return ""
+    if isinstance(right.value, bool) or not isinstance(right.value, int):
+        return ""
+    first = (isinstance(op, (ast.Eq, ast.LtE)) and right.value == 0) or (
+        isinstance(op, ast.Lt) and right.value == 1
+    )
+    return _name(left) if first else ""
+
+
 def classify(test: ast.expr, reading: Reading = PLAIN) -> Test:
     """What a test says about when its true branch runs (see the module's docstring)."""
     if isinstance(test, ast.BoolOp):
@@ -181,6 +201,9 @@ def classify(test: ast.expr, reading: Reading = PLAIN) -> Test:
             subject = test.args[0] if test.args else None
             return Test.RUN if subject is not None and _configish(subject, reading) else Test.PER_STEP
         return Test.RUN
+    countdown = _countdown(test)
+    if countdown and f"refill:{countdown}" in reading.counters():
+        return Test.FIRST  # a countdown that refills itself: the first of every k
     if isinstance(test, ast.Compare):
         if is_counter_compare(test):
             return Test.FIRST if counter_first(test, reading) else Test.RUN

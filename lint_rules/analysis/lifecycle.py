@@ -163,7 +163,14 @@ class Lifecycle:
                 *self.sources(value.orelse, scope, ctx, depth + 1, where),
             ]
         if isinstance(value, ast.BoolOp):
-            return [s for v in value.values for s in self.sources(v, scope, ctx, depth + 1, where)]
+            # `flag and self.training`: the mode only masks the flag, True comes from the flag
+            masks = isinstance(value.op, ast.And)
+            return [
+                s
+                for v in value.values
+                if not (masks and isinstance(v, ast.Attribute) and v.attr in MODE_ATTRIBUTES)
+                for s in self.sources(v, scope, ctx, depth + 1, where)
+            ]
         if isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.Not):
             return self.sources(value.operand, scope, ctx, depth + 1, where)
         if isinstance(value, ast.NamedExpr):
@@ -172,7 +179,7 @@ class Lifecycle:
             return [self._compare(value, scope, ctx, where)]
         if isinstance(value, ast.Attribute):
             if value.attr in MODE_ATTRIBUTES:
-                return [Source(MAINTAINED)]
+                return [self._mode(value, ctx, where)]
             return [Source(None, f"attr:{value.attr}", value)]
         if isinstance(value, ast.Name):
             return self._name(value, scope, ctx, depth, where)
@@ -189,6 +196,9 @@ class Lifecycle:
         bindings = owner.bindings.get(value.id, [])
         if value.id in owner.params and not bindings:
             return [Source(MAINTAINED)]  # a parameter passed on: its callers decide
+        once = self._set_once(value, bindings, ctx) if where is scope else None
+        if once is not None:
+            return [once]
         found: list[Source] = []
         for binding in bindings:
             if binding.how == "assign" and binding.value is not None:
@@ -198,6 +208,54 @@ class Lifecycle:
             else:
                 found.append(self._unknown(value, f"`{value.id}` is bound in a way not followed"))
         return found or [self._unknown(value, f"`{value.id}` has no value seen")]
+
+    def _mode(self, value: ast.Attribute, ctx: Context, where: Scope | None) -> Source:
+        """``is_first_microbatch=self.training`` in a module's forward: True on every training
+        microbatch (each overwrites ``main_grad``); code that drives TE decides itself."""
+        if self.drives(ctx, where):
+            return Source(MAINTAINED)
+        message = (
+            f"`{_text(value)}` is True on every training microbatch: each overwrites "
+            "`main_grad`, and the FP8 weight cache is rebuilt every time"
+        )
+        return Source(Judgement(Verdict.STALE, (Evidence(message, value.lineno, value.col_offset),)))
+
+    def _set_once(self, value: ast.Name, bindings: Sequence[object], ctx: Context) -> Source | None:
+        """``first = True`` before the loop that changes the weights, ``first = False`` inside
+        it and never True again there: True on the first step of the process only (steps 2 on
+        reuse the step-1 FP8 weights; a resumed run passes True again)."""
+        values = [getattr(b, "value", None) for b in bindings]
+        if not values or not all(
+            getattr(b, "how", "") == "assign" and isinstance(v, ast.Constant)
+            for b, v in zip(bindings, values)
+        ):
+            return None
+        loop = next(
+            (
+                loop
+                for loop in reversed(ctx.loops)
+                if isinstance(loop, (ast.For, ast.AsyncFor, ast.While))
+                and loop_steps_optimizer(loop)
+            ),
+            None,
+        )
+        if loop is None:
+            return None
+        start, end = loop.lineno, loop.end_lineno or loop.lineno
+        inside = [v for v in values if start <= v.lineno <= end]  # type: ignore[union-attr]
+        before = [v for v in values if v.lineno < start]  # type: ignore[union-attr]
+        if not (
+            any(v.value is True for v in before)  # type: ignore[union-attr]
+            and any(v.value is False for v in inside)  # type: ignore[union-attr]
+            and not any(v.value is True for v in inside)  # type: ignore[union-attr]
+        ):
+            return None
+        message = (
+            f"`{value.id}` is set True before the loop that changes the weights (line {start}) "
+            "and cleared inside it: True on the first step of the process only; later steps "
+            "pass False after the weights changed"
+        )
+        return Source(Judgement(Verdict.STALE, (Evidence(message, value.lineno, value.col_offset),)))
 
     def _constant(self, value: ast.Constant, ctx: Context, where: Scope | None) -> Source:
         if self.drives(ctx, where):
@@ -355,7 +413,7 @@ class Lifecycle:
             found = [(w, r) for w, r in judged if r is not None and r.kind in kinds]
             if found:
                 write, reach = found[0]
-                steps.append(_describe(write))
+                steps.append(_describe(write, " and ".join(write.conditions)))
                 steps.extend(reach.evidence)
                 return Judgement(verdict, tuple(steps[:8]), provisional=alone)
         steps.append(Evidence(f"nothing in the files seen re-arms `{spelled}`"))
