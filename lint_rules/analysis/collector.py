@@ -7,11 +7,13 @@ call goes through."""
 from __future__ import annotations
 
 import ast
-from collections import deque
 from bisect import bisect_left
+from collections import deque
 from collections.abc import Mapping, Sequence
 
 from lint_rules.analysis.conditions import Reading, Test, classify, condition_text
+from lint_rules.analysis.counters import counters as _counters
+from lint_rules.analysis.counters import file_classes
 from lint_rules.analysis.facts import (
     HOOKS,
     CallFact,
@@ -123,7 +125,9 @@ class Collector:
             self.body(stmt.body, inner)
         elif isinstance(stmt, (ast.If, ast.While)):
             self._calls(stmt.test, where)
-            inner = where._replace(loops=(*where.loops, stmt)) if isinstance(stmt, ast.While) else where
+            inner = (
+                where._replace(loops=(*where.loops, stmt)) if isinstance(stmt, ast.While) else where
+            )
             self.body(stmt.body, self._branch(stmt.test, True, inner))
             self.body(stmt.orelse, self._branch(stmt.test, False, where))
         elif isinstance(stmt, (ast.For, ast.AsyncFor)):
@@ -204,9 +208,14 @@ class Collector:
                             if stmt.value is not None and not isinstance(stmt, ast.AugAssign):
                                 values[name.id] = stmt.value
                 elif isinstance(stmt, (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith)):
-                    for name in ast.walk(stmt.target if isinstance(stmt, (ast.For, ast.AsyncFor)) else stmt):
-                        if isinstance(name, ast.Name) and isinstance(name.ctx, ast.Store):
-                            counts[name.id] = counts.get(name.id, 0) + 2
+                    bound = (
+                        [stmt.target]
+                        if isinstance(stmt, (ast.For, ast.AsyncFor))
+                        else [i.optional_vars for i in stmt.items if i.optional_vars is not None]
+                    )
+                    for target in bound:
+                        for other in target_names(target):
+                            counts[other.id] = counts.get(other.id, 0) + 2
             found = self._memo[key] = {n: v for n, v in values.items() if counts.get(n) == 1}
         return found  # type: ignore[return-value]
 
@@ -294,9 +303,9 @@ class Collector:
             later = getattr(node, "body", ())[where.top + 1 :]
             for stmt in later:
                 for sub in statements([stmt]):
-                    if isinstance(sub, (ast.For, ast.AsyncFor, ast.While)):
-                        if self.loop_kind(sub) == "step":
-                            return "before"
+                    is_loop = isinstance(sub, (ast.For, ast.AsyncFor, ast.While))
+                    if is_loop and self.loop_kind(sub) == "step":
+                        return "before"
         return ""
 
     # -- writes and calls --------------------------------------------------------------------
@@ -392,8 +401,7 @@ class Collector:
                 if isinstance(node, ast.Attribute):
                     key, target_text = f"attr:{node.attr}", self._target(node.value, where)
                 elif isinstance(node, ast.Name) and (
-                    where.body_of == "module"
-                    or (function and node.id in self._globals(function))
+                    where.body_of == "module" or (function and node.id in self._globals(function))
                 ):
                     key, target_text = f"global:{node.id}", ""
                 if key is not None and target_text is not None:
@@ -542,7 +550,9 @@ class Collector:
             table: dict[str, str] = {}
             node = self._classes.get(cls)
             methods = [
-                m for m in getattr(node, "body", ()) if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))
+                m
+                for m in getattr(node, "body", ())
+                if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))
             ]
             for method in methods:
                 for stmt in statements(method.body):
@@ -577,19 +587,6 @@ class Collector:
         return tuple(sorted(file_classes(self.tree).items()))
 
 
-def file_classes(tree: ast.Module) -> dict[str, tuple[str, ...]]:
-    """The classes of a module's top level and class bodies, with their bases' last names."""
-    found: dict[str, tuple[str, ...]] = {}
-    pending = list(statements(tree.body))
-    while pending:
-        stmt = pending.pop()
-        if isinstance(stmt, ast.ClassDef):
-            bases = tuple(n for n in (_last_name(b) for b in stmt.bases) if n)
-            found[stmt.name] = tuple(dict.fromkeys((*found.get(stmt.name, ()), *bases)))
-            pending.extend(s for s in stmt.body if isinstance(s, ast.ClassDef))
-    return found
-
-
 def _targets(target: ast.expr) -> list[ast.expr]:
     if isinstance(target, (ast.Tuple, ast.List)):
         found: list[ast.expr] = []
@@ -601,48 +598,3 @@ def _targets(target: ast.expr) -> list[ast.expr]:
     if isinstance(target, ast.Name):
         return list(target_names(target))
     return [target] if isinstance(target, ast.Attribute) else []
-
-
-def _guarded_by_training(test: ast.expr) -> bool:
-    return any(
-        (isinstance(n, ast.Attribute) and n.attr == "training")
-        or (isinstance(n, ast.Call) and _last_name(n.func) == "is_grad_enabled")
-        for n in ast.walk(test)
-    )
-
-
-def _counters(tree: ast.Module) -> set[str]:
-    stepped: set[str] = set()
-    drifting: set[str] = set()
-    assigned: set[str] = set()
-
-    def walk(body: Sequence[ast.stmt], cls: str, forward: bool, guarded: bool, init: bool) -> None:
-        for stmt in body:
-            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                name = stmt.name
-                runs = name == "__call__" or name.lstrip("_").startswith("forward")
-                walk(stmt.body, cls, runs, False, name == "__init__")
-                continue
-            if isinstance(stmt, ast.ClassDef):
-                walk(stmt.body, stmt.name, False, False, False)
-                continue
-            if isinstance(stmt, ast.AugAssign) and isinstance(stmt.op, (ast.Add, ast.Sub)):
-                name = f"{cls}.{_last_name(stmt.target)}"
-                stepped.add(name)
-                if forward and not guarded:
-                    drifting.add(name)
-            elif isinstance(stmt, ast.Assign) and not init:
-                assigned.update(f"{cls}.{_last_name(t)}" for t in stmt.targets)
-            if isinstance(stmt, (ast.If, ast.While)):
-                inner = guarded or _guarded_by_training(stmt.test)
-                walk(stmt.body, cls, forward, inner, init)
-                walk(stmt.orelse, cls, forward, guarded, init)
-            else:
-                for block in ("body", "orelse", "finalbody"):
-                    walk(getattr(stmt, block, ()), cls, forward, guarded, init)
-                for handler in getattr(stmt, "handlers", ()):
-                    walk(handler.body, cls, forward, guarded, init)
-
-    walk(tree.body, "", False, False, False)
-    kept = stepped - drifting
-    return kept | {f"refill:{n}" for n in kept & assigned}

@@ -199,7 +199,9 @@ def classify(test: ast.expr, reading: Reading = PLAIN) -> Test:
             return Test.PER_STEP
         if name in _EXISTENCE:
             subject = test.args[0] if test.args else None
-            return Test.RUN if subject is not None and _configish(subject, reading) else Test.PER_STEP
+            return (
+                Test.RUN if subject is not None and _configish(subject, reading) else Test.PER_STEP
+            )
         return Test.RUN
     countdown = _countdown(test)
     if countdown and f"refill:{countdown}" in reading.counters():
@@ -234,9 +236,7 @@ def classify(test: ast.expr, reading: Reading = PLAIN) -> Test:
     return Test.RUN
 
 
-def condition_text(
-    test: ast.expr, outcome: bool, reading: Reading = PLAIN
-) -> str | None:
+def condition_text(test: ast.expr, outcome: bool, reading: Reading = PLAIN) -> str | None:
     """The run condition a branch adds, as the user wrote it (``not (...)`` on the else side,
     a local read through: ``fp8 is not None (fp8 = self.config.fp8)``); None when the test is
     no condition on the run (``classify``)."""

@@ -14,7 +14,6 @@ unchanged (``from_json`` reads the cache's form back).
 from __future__ import annotations
 
 import ast
-from bisect import bisect_left
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
@@ -93,8 +92,6 @@ class FileFacts(NamedTuple):
 EMPTY = FileFacts()
 
 _NONE: frozenset[str] = frozenset()
-_TREE_CALLS = frozenset({"modules", "children", "named_modules", "named_children"})
-_TREE_WORDS = ("module", "layer", "block", "children")
 HOOKS = {
     "register_forward_pre_hook": "forward",
     "register_forward_hook": "forward",
@@ -177,9 +174,8 @@ def evaluating(function: ast.AST) -> bool:
     ):
         return False  # (found from the statements alone: most functions stop here)
     for node in ast.walk(function):
-        if isinstance(node, ast.Call):
-            if "backward" in _last_name(node.func):
-                return False
+        if isinstance(node, ast.Call) and "backward" in _last_name(node.func):
+            return False
     return True
 
 

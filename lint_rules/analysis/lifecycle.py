@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from lint_rules.analysis import builds, prefilter
-from lint_rules.analysis.collector import file_classes
+from lint_rules.analysis.counters import file_classes
 from lint_rules.analysis.facts import (
     MODE_ATTRIBUTES,
     CallFact,
@@ -25,11 +25,11 @@ from lint_rules.analysis.facts import (
     Write,
     collect,
 )
-from lint_rules.analysis.steps import BAD, Reach, Steps, best, runs_as_forward
 from lint_rules.analysis.nodes import is_none, target_names
 from lint_rules.analysis.runfacts import RunFacts
 from lint_rules.analysis.runfacts import last_name as _last
 from lint_rules.analysis.runfacts import re_arms as _re_arms
+from lint_rules.analysis.steps import BAD, Reach, Steps, best, runs_as_forward
 from lint_rules.analysis.walk import loop_runs_backward, loop_steps_optimizer
 from lint_rules.findings import Evidence, ast_lines
 
@@ -48,8 +48,6 @@ class Verdict(enum.Enum):
 
 
 RANK = {v: n for n, v in enumerate(Verdict)}
-
-
 
 
 class Judgement(NamedTuple):
@@ -109,7 +107,7 @@ class Lifecycle:
         self._split: list[str] | None = None
         self._own: dict[str, FileFacts] = {}
         self._module_code: dict[int, bool] = {}
-        self._steps: Steps | None = None
+        self._classes: dict[str, tuple[str, ...]] | None = None
         self._class = ""
         self._self = ""
         """The class of the call being judged, and its method's first parameter."""
@@ -218,7 +216,9 @@ class Lifecycle:
             f"`{_text(value)}` is True on every training microbatch: each overwrites "
             "`main_grad`, and the FP8 weight cache is rebuilt every time"
         )
-        return Source(Judgement(Verdict.STALE, (Evidence(message, value.lineno, value.col_offset),)))
+        return Source(
+            Judgement(Verdict.STALE, (Evidence(message, value.lineno, value.col_offset),))
+        )
 
     def _set_once(self, value: ast.Name, bindings: Sequence[object], ctx: Context) -> Source | None:
         """``first = True`` before the loop that changes the weights, ``first = False`` inside
@@ -255,7 +255,9 @@ class Lifecycle:
             "and cleared inside it: True on the first step of the process only; later steps "
             "pass False after the weights changed"
         )
-        return Source(Judgement(Verdict.STALE, (Evidence(message, value.lineno, value.col_offset),)))
+        return Source(
+            Judgement(Verdict.STALE, (Evidence(message, value.lineno, value.col_offset),))
+        )
 
     def _constant(self, value: ast.Constant, ctx: Context, where: Scope | None) -> Source:
         if self.drives(ctx, where):
@@ -421,25 +423,25 @@ class Lifecycle:
 
     def _stepper(self) -> Steps:
         """When the re-arms run (``steps``), from this file's and the run's calls and classes."""
-        if self._steps is None:
-            own = file_classes(self.tree)
-            run = self.run
+        # made for each state judged, never kept: its callbacks hold this lifecycle
+        own = self._classes if self._classes is not None else file_classes(self.tree)
+        self._classes = own
+        run = self.run
 
-            def calls(name: str) -> list[CallFact]:
-                found = [c for c in self.own(name).calls if c.name == name]
-                if run is not None:
-                    found.extend(run.calls(name))
-                return found
+        def calls(name: str) -> list[CallFact]:
+            found = [c for c in self.own(name).calls if c.name == name]
+            if run is not None:
+                found.extend(run.calls(name))
+            return found
 
-            def bases(name: str) -> set[str]:
-                found = set(own.get(name, ()))
-                if run is not None:
-                    found.update(run.classes.get(name, ()))
-                return found
+        def bases(name: str) -> set[str]:
+            found = set(own.get(name, ()))
+            if run is not None:
+                found.update(run.classes.get(name, ()))
+            return found
 
-            known = dict(own) if run is None else {**run.classes, **own}
-            self._steps = Steps(calls, bases, known)
-        return self._steps
+        known = dict(own) if run is None else {**run.classes, **own}
+        return Steps(calls, bases, known)
 
     def _built_where_re_armed(self, key: str, node: ast.AST | None, live: Sequence[Reach]) -> bool:
         """``self.<flag>`` of a class the run builds only where a re-arm's condition holds
