@@ -7,6 +7,7 @@ call goes through."""
 from __future__ import annotations
 
 import ast
+import weakref
 from bisect import bisect_left
 from collections import deque
 from collections.abc import Mapping, Sequence
@@ -27,13 +28,21 @@ from lint_rules.analysis.facts import (
     write_value,
 )
 from lint_rules.analysis.nodes import constant_str, statements, target_names
-from lint_rules.analysis.prefilter import may_declare_global, spells_any
-from lint_rules.analysis.walk import loop_runs_backward, loop_steps_optimizer
+from lint_rules.analysis.prefilter import handed_names, may_declare_global
+from lint_rules.analysis.walk import called_names, loop_runs_backward, updates_parameters
 
 _NONE: frozenset[str] = frozenset()
+_PER_TREE: weakref.WeakKeyDictionary[ast.Module, dict[str, object]] = weakref.WeakKeyDictionary()
 _TREE_CALLS = frozenset({"modules", "children", "named_modules", "named_children"})
 _TREE_WORDS = ("module", "layer", "block", "children")
 _STATIC = frozenset({"staticmethod", "classmethod"})
+_BUILTINS = frozenset(
+    {"hasattr", "getattr", "setattr", "isinstance", "issubclass", "callable", "len", "range"}
+    | {"enumerate", "zip", "print", "super", "list", "dict", "tuple", "set", "int", "float"}
+    | {"str", "bool", "min", "max", "any", "all", "sorted", "reversed", "iter", "next", "type"}
+    | {"id", "repr", "abs", "sum", "map", "filter", "vars", "open", "round", "divmod"}
+)
+"""Builtins: called by name, they never re-arm a flag (their calls need no place)."""
 
 
 def _is_tree(iterable: ast.expr) -> bool:
@@ -74,11 +83,15 @@ class Collector:
         self.calls: list[CallFact] = []
         self.getters: list[tuple[str, str]] = []
         self.no_globals = source is not None and not may_declare_global(source)
-        self.functions: dict[str, ast.AST] = {}
-        self._memo: dict[tuple[str, str], object] = {}
-        self._loop_kinds: dict[int, str] = {}
-        self._classes: dict[str, ast.ClassDef] = {}
-        self._file: dict[str, object] = {}
+        self._file: dict[str, object] = _PER_TREE.setdefault(tree, {})
+        """What every collector of this tree shares (a file's verdicts make several): the
+        functions and classes met, what was read off them, the places and loops."""
+        shared = self._file
+        self.functions: dict[str, ast.AST] = shared.setdefault("functions", {})  # type: ignore[assignment]
+        self._memo: dict[tuple[str, str], object] = shared.setdefault("memo", {})  # type: ignore[assignment]
+        self._classes: dict[str, ast.ClassDef] = shared.setdefault("classes", {})  # type: ignore[assignment]
+        self._places: dict[tuple[object, ...], str] = shared.setdefault("places", {})  # type: ignore[assignment]
+        self._loop_kinds: dict[int, str] = self._file.setdefault("loops", {})  # type: ignore[assignment]
 
     # -- the walk ----------------------------------------------------------------------------
 
@@ -109,7 +122,7 @@ class Collector:
         reading = self.reading(where)
         kind = classify(test, reading)
         if kind is Test.RUN or isinstance(test, ast.Constant):
-            text = condition_text(test, outcome, reading)
+            text = condition_text(test, outcome, reading, kind)
             return where._replace(conditions=(*where.conditions, text)) if text else where
         if outcome and kind in (Test.FIRST, Test.ONCE) and not where.first:
             return where._replace(first=kind.value)
@@ -261,35 +274,46 @@ class Collector:
         """The names of the functions the file hands to ``.apply()`` or a hook registration."""
         found = self._file.get("applied")
         if found is None:
-            names: set[str] = set()
-            if spells_any(self.source, set(HOOKS)):
+            spelled = handed_names(self.source) if self.source is not None else None
+            if spelled is None:
+                names: set[str] = set()
                 for node in ast.walk(self.tree):
                     if isinstance(node, ast.Call) and _last_name(node.func) in HOOKS:
                         names.update(_last_name(a) for a in node.args[:1])
-            found = self._file["applied"] = frozenset(names)
+                spelled = frozenset(names)
+            found = self._file["applied"] = spelled
         return found  # type: ignore[return-value]
 
     def loop_kind(self, loop: ast.AST) -> str:
         """``step`` (it changes the weights, or holds a microbatch loop), ``micro`` (it runs
-        backward), else ``loop``."""
+        backward), else ``loop`` (its body walked once; shared by every collector of the tree)."""
         kind = self._loop_kinds.get(id(loop))
         if kind is None:
-            inner = [
-                s
-                for s in statements(getattr(loop, "body", ()))
-                if isinstance(s, (ast.For, ast.AsyncFor, ast.While))
-            ]
-            if loop_steps_optimizer(loop) or any(loop_runs_backward(s) for s in inner):
-                kind = "step"  # it changes the weights, or runs a microbatch loop per pass
-            elif loop_runs_backward(loop):
-                kind = "micro"
-            else:
+            names = [name.lower() for name in called_names(loop)]
+            if any(n in ("step", "zero_grad") or ("optim" in n and "step" in n) for n in names):
+                kind = "step"
+            elif any("backward" in n for n in names):
+                inner = [
+                    s
+                    for s in statements(getattr(loop, "body", ()))
+                    if isinstance(s, (ast.For, ast.AsyncFor, ast.While))
+                ]
+                nested = any(loop_runs_backward(s) for s in inner)
+                kind = "step" if nested or updates_parameters(loop) else "micro"
+            else:  # no backward: not the loop of a training step (its gradients come later)
                 kind = "loop"
             self._loop_kinds[id(loop)] = kind
         return kind
 
     def placement(self, where: Where) -> str:
-        """``Write.first`` for a statement at ``where``."""
+        """``Write.first`` for a statement at ``where`` (once per place)."""
+        key = (where.function, where.top, tuple(id(loop) for loop in where.loops), where.first)
+        found = self._places.get(key)
+        if found is None:
+            found = self._places[key] = self._placement(where)
+        return found
+
+    def _placement(self, where: Where) -> str:
         if where.first:
             return where.first
         for loop in reversed(where.loops):
@@ -481,6 +505,8 @@ class Collector:
 
     def _call(self, call: ast.Call, name: str, where: Where, receiver: str) -> CallFact:
         function = where.function if where.body_of == "function" else ""
+        if receiver == "name" and name in _BUILTINS:  # never a re-arm: no place to tell
+            return CallFact(name, "", function, call.lineno, call.col_offset, receiver=receiver)
         return CallFact(
             name,
             _arg_kind(call),
@@ -560,7 +586,9 @@ class Collector:
                         for target in stmt.targets:
                             if isinstance(target, ast.Attribute):
                                 table[target.attr] = _class_name(stmt.value)
-            found = self._memo[key] = table
+            found = table
+            if node is not None:  # (a class another collector meets later is read then)
+                self._memo[key] = table
         return found  # type: ignore[return-value]
 
     def evaluating(self, function: str) -> bool:

@@ -236,13 +236,15 @@ def classify(test: ast.expr, reading: Reading = PLAIN) -> Test:
     return Test.RUN
 
 
-def condition_text(test: ast.expr, outcome: bool, reading: Reading = PLAIN) -> str | None:
+def condition_text(
+    test: ast.expr, outcome: bool, reading: Reading = PLAIN, kind: Test | None = None
+) -> str | None:
     """The run condition a branch adds, as the user wrote it (``not (...)`` on the else side,
     a local read through: ``fp8 is not None (fp8 = self.config.fp8)``); None when the test is
     no condition on the run (``classify``)."""
     if isinstance(test, ast.Constant):  # `if True:`: no condition; its `else` never runs
         return None if bool(test.value) is outcome else "False"
-    if classify(test, reading) is not Test.RUN:
+    if (kind or classify(test, reading)) is not Test.RUN:
         return None
     text = " ".join(ast.unparse(test).split())
     through = [

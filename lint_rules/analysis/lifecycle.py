@@ -166,7 +166,7 @@ class Lifecycle:
             return [
                 s
                 for v in value.values
-                if not (masks and isinstance(v, ast.Attribute) and v.attr in MODE_ATTRIBUTES)
+                if not (masks and _is_mode(v))
                 for s in self.sources(v, scope, ctx, depth + 1, where)
             ]
         if isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.Not):
@@ -457,6 +457,13 @@ class Lifecycle:
             if self.run.answers.get(asked):
                 return True
         return False
+
+
+def _is_mode(value: ast.expr) -> bool:
+    """``self.training`` or ``not self.training``."""
+    if isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.Not):
+        value = value.operand
+    return isinstance(value, ast.Attribute) and value.attr in MODE_ATTRIBUTES
 
 
 def _unknown_note(write: Write) -> Evidence:

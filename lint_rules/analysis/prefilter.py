@@ -20,7 +20,8 @@ GATES = True
 """Every text-level shortcut the analysis takes for speed asks this switch: this prefilter,
 ``te_file``, the lines the walk visits (``interesting_lines``), the calls it hands over,
 ``sites.may_be_module`` and ``SharedModule._may_repeat`` (``checks``), the lines a run shares
-facts from (``state_lines``). Off (``tests/test_gates.py``), each gives its permissive answer,
+facts from (``state_lines``), the functions a file hands to ``apply`` or a hook
+(``handed_names``). Off (``tests/test_gates.py``), each gives its permissive answer,
 and the findings must be the same."""
 
 _SEPARATED = r"(?:[ \t\f]|\\(?:\r\n|\r|\n))"
@@ -217,3 +218,21 @@ def lines_spelling(data: bytes, needle: bytes) -> list[int] | None:
         lines.append(data.count(b"\n", 0, at) + 1)
         at = data.find(needle, at + 1)
     return lines
+
+
+_HANDED = re.compile(
+    r"\b(?:apply|register_\w*hook)\s*\(\s*(?:(?:functools\s*\.\s*)?partial\s*\(\s*)?"
+    r"(?:\w+\s*\.\s*)*(\w+)"
+)
+"""A function handed to ``.apply()`` or a hook registration by name (``model.apply(fn)``,
+``register_forward_pre_hook(self._hook)``, ``apply(partial(fn, ...))``)."""
+
+
+def handed_names(text: str) -> frozenset[str] | None:
+    """The names a file hands to ``apply``/a hook registration, from its text; None with the
+    gates off (the tree is read instead, ``collector.Collector._applied``)."""
+    if not GATES:
+        return None
+    if "apply" not in text and "hook" not in text:
+        return frozenset()
+    return frozenset(m.group(1) for m in _HANDED.finditer(text))

@@ -131,6 +131,11 @@ def loop_bound_names(loop: ast.AST) -> set[str]:
     return names
 
 
+def called_names(loop: ast.AST) -> Iterator[str]:
+    """The last names of the calls in a loop's body."""
+    return _called_names(loop)
+
+
 def _called_names(loop: ast.AST) -> Iterator[str]:
     for stmt in getattr(loop, "body", ()):
         for node in ast.walk(stmt):
