@@ -221,7 +221,7 @@ def lines_spelling(data: bytes, needle: bytes) -> list[int] | None:
 
 
 _HANDED = re.compile(
-    r"\b(?:apply|register_\w*hook)\s*\(\s*(?:(?:functools\s*\.\s*)?partial\s*\(\s*)?"
+    r"(?:apply|register_\w*hook)\s*\(\s*(?:(?:functools\s*\.\s*)?partial\s*\(\s*)?"
     r"(?:\w+\s*\.\s*)*(\w+)"
 )
 """A function handed to ``.apply()`` or a hook registration by name (``model.apply(fn)``,
@@ -230,9 +230,17 @@ _HANDED = re.compile(
 
 def handed_names(text: str) -> frozenset[str] | None:
     """The names a file hands to ``apply``/a hook registration, from its text; None with the
-    gates off (the tree is read instead, ``collector.Collector._applied``)."""
+    gates off (the tree is read instead, ``collector.Collector._applied``). The pattern is
+    tried only where ``apply(`` or ``hook(`` may start (``str.find``)."""
     if not GATES:
         return None
-    if "apply" not in text and "hook" not in text:
-        return frozenset()
-    return frozenset(m.group(1) for m in _HANDED.finditer(text))
+    names: set[str] = set()
+    for word in ("apply", "register_"):
+        at = text.find(word)
+        while at >= 0:
+            if not (at and _is_word(text[at - 1])):
+                found = _HANDED.match(text, at)
+                if found is not None:
+                    names.add(found.group(1))
+            at = text.find(word, at + 1)
+    return frozenset(names)
