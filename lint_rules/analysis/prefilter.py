@@ -244,3 +244,17 @@ def handed_names(text: str) -> frozenset[str] | None:
                     names.add(found.group(1))
             at = text.find(word, at + 1)
     return frozenset(names)
+
+
+def lines_of(text: str, words: Sequence[str]) -> list[int] | None:
+    """The lines (as ``ast`` numbers them, ascending) that spell one of ``words``: the only
+    statements that can call or write them; None with the gates off (every statement)."""
+    if not GATES:
+        return None
+    if "\r" in text:
+        from lint_rules.findings import split_lines
+
+        return [
+            n for n, line in enumerate(split_lines(text), start=1) if any(w in line for w in words)
+        ]
+    return hit_lines(text, words)
