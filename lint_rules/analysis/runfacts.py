@@ -85,7 +85,12 @@ def lifecycle_digest(keys: Sequence[str], run: RunFacts) -> str:
     writes = sorted(w for k in keys if not k.startswith("fn:") for w in run.writes(k))
     names = {k[3:] for k in keys if k.startswith("fn:")}
     names.update(last_name(w.function) for w in writes if re_arms(w))  # only their callers count
-    calls = sorted(c for n in sorted(names) for c in run.calls(n))
+    found = [c for n in sorted(names) for c in run.calls(n)]
+    for _ in range(2):  # the callers of the callers, which decide when a re-arm runs (steps)
+        more = {last_name(c.function) for c in found if c.function} - names
+        names |= more
+        found.extend(c for n in sorted(more) for c in run.calls(n))
+    calls = sorted(found)
     answers = [(k, run.answers[k]) for k in keys if k.startswith(PREFIX) and run.answers.get(k)]
     if not (writes or calls or run.getters or answers):
         return ""
