@@ -22,8 +22,15 @@ from lint_rules.analysis.facts import (
     MODE_ATTRIBUTES,
     CallFact,
     FileFacts,
-    Write,
     collect,
+)
+from lint_rules.analysis.lifenotes import (
+    called_by_forward,
+    describe,
+    first_of_each,
+    is_mode,
+    returned_state,
+    unknown_note,
 )
 from lint_rules.analysis.nodes import is_none, target_names
 from lint_rules.analysis.runfacts import RunFacts
@@ -166,7 +173,7 @@ class Lifecycle:
             return [
                 s
                 for v in value.values
-                if not (masks and _is_mode(v))
+                if not (masks and is_mode(v))
                 for s in self.sources(v, scope, ctx, depth + 1, where)
             ]
         if isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.Not):
@@ -182,7 +189,7 @@ class Lifecycle:
         if isinstance(value, ast.Name):
             return self._name(value, scope, ctx, depth, where)
         if isinstance(value, ast.Call):
-            return [self._call(value)]
+            return [self._call(value, ctx)]
         return [self._unknown(value, f"`{_text(value)}` is not followed")]
 
     def _name(
@@ -309,8 +316,19 @@ class Lifecycle:
             return Source(None, f"attr:{index.attr}", index)  # `self.current_microbatch == 0`
         return self._unknown(value, f"`{_text(value)}` is not followed")
 
-    def _call(self, value: ast.Call) -> Source:
+    def _call(self, value: ast.Call, ctx: Context | None = None) -> Source:
         func = value.func
+        if (
+            ctx is not None
+            and ctx.scope is not None
+            and isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and func.value.id == self._self
+            and not value.args
+        ):
+            returned = returned_state(ctx.scope[2], func.attr)
+            if returned is not None:  # `self._is_first_microbatch()`: `return self.flag`
+                return Source(None, f"attr:{returned.attr}", returned)
         name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
         for getter, key in self._getters(name):
             if getter == name:
@@ -350,7 +368,7 @@ class Lifecycle:
         name = getattr(node, "name", "")
         result = runs_as_forward(name)
         if not result and cls is not None and name:
-            result = _called_by_forward(cls, name)
+            result = called_by_forward(cls, name)
         self._module_code[id(node)] = result
         return result
 
@@ -398,7 +416,7 @@ class Lifecycle:
         writes.sort(key=lambda w: _last(w.function.rsplit(".", 1)[0]) != own_class)
         rearms = [w for w in writes if _re_arms(w)]
         steps = list(head)
-        steps.extend(_describe(w) for w in _first_of_each(writes))
+        steps.extend(describe(w) for w in first_of_each(writes))
         judged = [(w, best(stepper.reach(w))) for w in rearms]
         if any(r is not None and r.kind == "step" for _, r in judged):
             return MAINTAINED
@@ -407,15 +425,15 @@ class Lifecycle:
             return MAINTAINED
         if conditional:
             write, reach = conditional[0]
-            steps.append(_describe(write, reach.condition if write.conditions else ""))
+            steps.append(describe(write, reach.condition if write.conditions else ""))
             steps.extend(reach.evidence)
             return Judgement(Verdict.CONDITIONAL, tuple(steps[:8]), reach.condition, alone)
-        steps.extend(_unknown_note(w) for w in unknown[:1])
+        steps.extend(unknown_note(w) for w in unknown[:1])
         for kinds, verdict in ((BAD, Verdict.STALE), (("uncalled",), Verdict.UNVERIFIED)):
             found = [(w, r) for w, r in judged if r is not None and r.kind in kinds]
             if found:
                 write, reach = found[0]
-                steps.append(_describe(write, " and ".join(write.conditions)))
+                steps.append(describe(write, " and ".join(write.conditions)))
                 steps.extend(reach.evidence)
                 return Judgement(verdict, tuple(steps[:8]), provisional=alone)
         steps.append(Evidence(f"nothing in the files seen re-arms `{spelled}`"))
@@ -459,26 +477,6 @@ class Lifecycle:
         return False
 
 
-def _is_mode(value: ast.expr) -> bool:
-    """``self.training`` or ``not self.training``."""
-    if isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.Not):
-        value = value.operand
-    return isinstance(value, ast.Attribute) and value.attr in MODE_ATTRIBUTES
-
-
-def _unknown_note(write: Write) -> Evidence:
-    target = write.target.split(":", 1)[1]
-    spelled = write.key.split(":", 1)[1]
-    where = f"`{write.function}`" if write.function else "module level"
-    return Evidence(
-        f"`{target}.{spelled}` is set in {where} on an object not known to be this one "
-        "(unknown): not counted as its re-arm",
-        write.line,
-        write.col,
-        write.path,
-    )
-
-
 def shared(name: str) -> bool:
     """Whether a run over several files shares the writes of a state of this name
     (``prefilter.STATE_WORDS``): only then can it see a re-arm that one file cannot."""
@@ -489,46 +487,6 @@ def shared(name: str) -> bool:
 _ALONE = Evidence(
     "re-arming in other files is not seen here; `te-microbatch-lint check .` sees the project"
 )
-
-
-def _first_of_each(writes: Sequence[Write]) -> list[Write]:
-    """One set-up write and one clear, the first of each, for the evidence."""
-    chosen: list[Write] = []
-    seen: set[str] = set()
-    for write in writes:
-        kind = (
-            "init" if (not write.function or _last(write.function) == "__init__") else write.value
-        )
-        if kind in ("init", "false") and kind not in seen:
-            seen.add(kind)
-            chosen.append(write)
-    return chosen
-
-
-def _describe(write: Write, condition: str = "") -> Evidence:
-    spelled = write.key.split(":", 1)[1]
-    where = f"`{write.function}`" if write.function else "module level"
-    if not write.function or _last(write.function) == "__init__":
-        text = f"`{spelled}` set to {_value_text(write.value)} in {where}"
-    elif write.value == "false":
-        text = f"`{spelled}` cleared to False in {where}"
-    else:
-        text = f"re-armed ({_value_text(write.value)}) by {where}"
-        if condition:
-            text += f" only if `{condition}`"
-    return Evidence(text, write.line, write.col, write.path)
-
-
-def _value_text(value: str) -> str:
-    return {
-        "true": "True",
-        "false": "False",
-        "none": "None",
-        "zero": "0",
-        "const": "a constant",
-        "copy": "a copy",
-        "derived": "a computed value",
-    }.get(value, f"its argument `{value[6:]}`" if value.startswith("param:") else value)
 
 
 def _text(node: ast.AST) -> str:
@@ -566,31 +524,3 @@ def _loop_of(name: str, ctx: Context) -> ast.AST | None:
         }:
             return loop
     return None
-
-
-def _called_by_forward(cls: ast.ClassDef, name: str) -> bool:
-    """Whether a method of ``cls`` that runs as the forward calls ``self.<name>(...)``,
-    directly or through other methods of the class."""
-    methods = {
-        m.name: m for m in cls.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))
-    }
-    todo = [m for n, m in methods.items() if runs_as_forward(n)]
-    seen: set[str] = set()
-    while todo:
-        method = todo.pop()
-        if method.name in seen:
-            continue
-        seen.add(method.name)
-        for node in ast.walk(method):
-            if (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Attribute)
-                and isinstance(node.func.value, ast.Name)
-                and node.func.value.id == "self"
-            ):
-                called = node.func.attr
-                if called == name:
-                    return True
-                if called in methods:
-                    todo.append(methods[called])
-    return False
