@@ -43,36 +43,34 @@ def gather(
     keys: Iterable[str],
     paths: Sequence[str],
     read: Callable[[str], str | None],
+    raw: Callable[[str], bytes | None],
 ) -> list[str]:
     """Add to ``run`` the facts of the files of ``paths`` (not analysed by the run) that spell
-    a wanted name (``wanted_names``); ``read(path)``: its text, or None when it cannot be read.
-    Returns the paths whose facts were added."""
+    a wanted name (``wanted_names``); ``raw(path)``: its bytes, searched first (None when it
+    cannot be read); ``read(path)``: its text. Returns the paths whose facts were added."""
     names = sorted(wanted_names(run, keys))
     if not names or not paths:
         return []
-    texts: dict[str, str] = {}
-    hits: dict[str, list[str]] = {name: [] for name in names}
+    spelled: dict[str, list[str]] = {}
+    hits: dict[str, int] = dict.fromkeys(names, 0)
     for path in paths:
-        text = read(path)
-        if text is None:
-            continue
-        spelled = [n for n in names if n in text] if prefilter.GATES else names
-        if spelled:
-            texts[path] = text
-            for name in spelled:
-                hits[name].append(path)
-    followed = {n for n, found in hits.items() if len(found) <= MAX_FILES}
+        data = raw(path)
+        found = prefilter.spelled_in(data, names) if data is not None else []
+        if found:
+            spelled[path] = found
+            for name in found:
+                hits[name] += 1
     added: list[str] = []
-    for path, text in texts.items():
-        words = [n for n in followed if not prefilter.GATES or n in text]
-        if not words:
+    for path, found in spelled.items():
+        words = [n for n in found if hits[n] <= MAX_FILES]
+        text = read(path) if words else None
+        if text is None:
             continue
         try:
             tree = ast.parse(text, path)
         except (SyntaxError, ValueError):
             continue
-        lines = prefilter.lines_of(text, words)
-        facts = collect(tree, lines, text)
+        facts = collect(tree, prefilter.lines_of(text, words), text)
         if facts.writes or facts.calls:
             run.add(path, with_path(facts, path))
             added.append(path)
@@ -98,4 +96,11 @@ def gather_run(
         except SourceError:
             return None
 
-    gather(run, keys, rest, read)
+    def raw(path: str) -> bytes | None:
+        try:
+            with open(path, "rb") as file:
+                return file.read()
+        except OSError:
+            return None
+
+    gather(run, keys, rest, read, raw)

@@ -258,3 +258,11 @@ def lines_of(text: str, words: Sequence[str]) -> list[int] | None:
             n for n, line in enumerate(split_lines(text), start=1) if any(w in line for w in words)
         ]
     return hit_lines(text, words)
+
+
+def spelled_in(data: bytes, names: Sequence[str]) -> list[str]:
+    """The ``names`` a file's bytes spell (ASCII names, searched without decoding); all of
+    them with the gates off."""
+    if not GATES:
+        return list(names)
+    return [name for name in names if name.encode("ascii", "ignore") in data]
