@@ -9,7 +9,6 @@ from __future__ import annotations
 import ast
 import weakref
 from bisect import bisect_left
-from collections import deque
 from collections.abc import Mapping, Sequence
 
 from lint_rules.analysis.conditions import Reading, Test, classify, condition_text
@@ -28,50 +27,20 @@ from lint_rules.analysis.facts import (
     write_value,
 )
 from lint_rules.analysis.nodes import constant_str, statements, target_names
+from lint_rules.analysis.objects import (
+    BUILTINS,
+    class_name,
+    inside,
+    is_tree,
+    loop_target,
+    target_nodes,
+)
 from lint_rules.analysis.prefilter import handed_names, may_declare_global
-from lint_rules.analysis.walk import called_names, loop_runs_backward, updates_parameters
+from lint_rules.analysis.walk import called_names, iter_nodes, updates_parameters
 
 _NONE: frozenset[str] = frozenset()
 _PER_TREE: weakref.WeakKeyDictionary[ast.Module, dict[str, object]] = weakref.WeakKeyDictionary()
-_TREE_CALLS = frozenset({"modules", "children", "named_modules", "named_children"})
-_TREE_WORDS = ("module", "layer", "block", "children")
 _STATIC = frozenset({"staticmethod", "classmethod"})
-_BUILTINS = frozenset(
-    {"hasattr", "getattr", "setattr", "isinstance", "issubclass", "callable", "len", "range"}
-    | {"enumerate", "zip", "print", "super", "list", "dict", "tuple", "set", "int", "float"}
-    | {"str", "bool", "min", "max", "any", "all", "sorted", "reversed", "iter", "next", "type"}
-    | {"id", "repr", "abs", "sum", "map", "filter", "vars", "open", "round", "divmod"}
-)
-"""Builtins: called by name, they never re-arm a flag (their calls need no place)."""
-
-
-def _is_tree(iterable: ast.expr) -> bool:
-    """``m.modules()``, ``named_modules()``, ``children()``, or a container that spells module
-    or layer (``self.layers``, ``self.modules_with_is_first_microbatch``)."""
-    if isinstance(iterable, ast.Call):
-        name = _last_name(iterable.func)
-        if name in _TREE_CALLS:
-            return True
-        if name in ("enumerate", "list", "tuple", "reversed") and iterable.args:
-            return _is_tree(iterable.args[0])
-        return False
-    name = _last_name(iterable).lower()
-    return bool(name) and any(word in name for word in _TREE_WORDS)
-
-
-def _loop_target(loop: ast.For | ast.AsyncFor) -> str:
-    """The name a tree loop binds to the module (the last of ``for name, m in ...``)."""
-    names = list(target_names(loop.target))
-    return names[-1].id if names else ""
-
-
-def _class_name(value: ast.expr | None) -> str:
-    """``Timer`` of ``Timer(...)`` / ``utils.Timer(...)``: a capitalised callee is a class."""
-    if isinstance(value, ast.Call):
-        name = _last_name(value.func)
-        if name[:1].isupper():
-            return name
-    return ""
 
 
 class Collector:
@@ -146,8 +115,8 @@ class Collector:
         elif isinstance(stmt, (ast.For, ast.AsyncFor)):
             self._calls(stmt.iter, where)
             inner = where._replace(loops=(*where.loops, stmt))
-            if _is_tree(stmt.iter) and _loop_target(stmt):
-                inner = inner._replace(trees=where.trees | {_loop_target(stmt)})
+            if is_tree(stmt.iter) and loop_target(stmt):
+                inner = inner._replace(trees=where.trees | {loop_target(stmt)})
             self.body(stmt.body, inner)
             self.body(stmt.orelse, where)
         elif isinstance(stmt, (ast.With, ast.AsyncWith)):
@@ -298,7 +267,7 @@ class Collector:
                     for s in statements(getattr(loop, "body", ()))
                     if isinstance(s, (ast.For, ast.AsyncFor, ast.While))
                 ]
-                nested = any(loop_runs_backward(s) for s in inner)
+                nested = any(self.loop_kind(s) != "loop" for s in inner)  # (each walked once)
                 kind = "step" if nested or updates_parameters(loop) else "micro"
             else:  # no backward: not the loop of a training step (its gradients come later)
                 kind = "loop"
@@ -420,7 +389,7 @@ class Collector:
                 value = ast.Constant("step")  # `n += 1`: a step, never a re-arm
         function = where.function if where.body_of == "function" else ""
         for target in targets:
-            for node in _targets(target):
+            for node in target_nodes(target):
                 key = target_text = None
                 if isinstance(node, ast.Attribute):
                     key, target_text = f"attr:{node.attr}", self._target(node.value, where)
@@ -453,14 +422,9 @@ class Collector:
         ``ast.walk``'s order; a lambda handed to torch (``apply``, a hook) is a function of its
         own, called where torch calls it."""
         function = where.function if where.body_of == "function" else ""
-        handled: set[int] = set()
-        pending = deque([node])
-        while pending:
-            sub = pending.popleft()
-            if id(sub) in handled:
-                continue
-            pending.extend(ast.iter_child_nodes(sub))
-            if type(sub) is not ast.Call:
+        handled: list[ast.Lambda] = []
+        for sub in iter_nodes(node):
+            if type(sub) is not ast.Call or (handled and inside(sub, handled)):
                 continue
             assert isinstance(sub, ast.Call)
             name = _last_name(sub.func) if not isinstance(sub.func, ast.Call) else ""
@@ -468,7 +432,7 @@ class Collector:
             if hook is not None and sub.args:
                 handed = sub.args[0] if hook != "apply" or len(sub.args) == 1 else None
                 if isinstance(handed, ast.Lambda):
-                    handled.add(id(handed))
+                    handled.append(handed)
                     self._lambda(sub, handed, hook, function, where)
                 elif handed is not None and _last_name(handed):
                     self.calls.append(self._call(sub, _last_name(handed), where, f"hook:{hook}"))
@@ -505,7 +469,7 @@ class Collector:
 
     def _call(self, call: ast.Call, name: str, where: Where, receiver: str) -> CallFact:
         function = where.function if where.body_of == "function" else ""
-        if receiver == "name" and name in _BUILTINS:  # never a re-arm: no place to tell
+        if receiver == "name" and name in BUILTINS:  # never a re-arm: no place to tell
             return CallFact(name, "", function, call.lineno, call.col_offset, receiver=receiver)
         return CallFact(
             name,
@@ -531,7 +495,7 @@ class Collector:
             if value.id in self._imports():
                 return "module"
             function = where.function if where.body_of == "function" else ""
-            built = _class_name(self._locals(function).get(value.id)) if function else ""
+            built = class_name(self._locals(function).get(value.id)) if function else ""
             if not built:
                 built = self._module_objects().get(value.id, "")
             return f"obj:{built}" if built else "obj"
@@ -560,9 +524,9 @@ class Collector:
         found = self._file.get("objects")
         if found is None:
             found = self._file["objects"] = {
-                t.id: _class_name(s.value)
+                t.id: class_name(s.value)
                 for s in self.tree.body
-                if isinstance(s, ast.Assign) and _class_name(s.value)
+                if isinstance(s, ast.Assign) and class_name(s.value)
                 for t in s.targets
                 if isinstance(t, ast.Name)
             }
@@ -582,10 +546,10 @@ class Collector:
             ]
             for method in methods:
                 for stmt in statements(method.body):
-                    if isinstance(stmt, ast.Assign) and _class_name(stmt.value):
+                    if isinstance(stmt, ast.Assign) and class_name(stmt.value):
                         for target in stmt.targets:
                             if isinstance(target, ast.Attribute):
-                                table[target.attr] = _class_name(stmt.value)
+                                table[target.attr] = class_name(stmt.value)
             found = table
             if node is not None:  # (a class another collector meets later is read then)
                 self._memo[key] = table
@@ -613,16 +577,3 @@ class Collector:
         if lines is not None and not self.writes and not self.calls:
             return ()
         return tuple(sorted(file_classes(self.tree).items()))
-
-
-def _targets(target: ast.expr) -> list[ast.expr]:
-    if isinstance(target, (ast.Tuple, ast.List)):
-        found: list[ast.expr] = []
-        for item in target.elts:
-            found.extend(_targets(item))
-        return found
-    if isinstance(target, ast.Starred):
-        return _targets(target.value)
-    if isinstance(target, ast.Name):
-        return list(target_names(target))
-    return [target] if isinstance(target, ast.Attribute) else []

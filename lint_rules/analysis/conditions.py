@@ -247,13 +247,18 @@ def condition_text(
     if (kind or classify(test, reading)) is not Test.RUN:
         return None
     text = " ".join(ast.unparse(test).split())
-    through = [
-        f"{n.id} = {' '.join(ast.unparse(v).split())}"
-        for n in ast.walk(test)
-        if isinstance(n, ast.Name)
-        for v in (reading.locals().get(n.id),)
-        if v is not None and not isinstance(v, ast.Constant)
-    ]
+    bound = reading.locals()
+    through = (
+        [
+            f"{n.id} = {' '.join(ast.unparse(v).split())}"
+            for n in ast.walk(test)
+            if type(n) is ast.Name and n.id in bound
+            for v in (bound[n.id],)
+            if not isinstance(v, ast.Constant)
+        ]
+        if bound
+        else []
+    )
     if through:
         text += f" ({'; '.join(dict.fromkeys(through))})"
     if len(text) > CONDITION_CHARS:
