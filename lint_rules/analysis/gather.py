@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Sequence
 from lint_rules.analysis import prefilter
 from lint_rules.analysis.facts import collect, with_path
 from lint_rules.analysis.runfacts import RunFacts, last_name, re_arms
+from lint_rules.te import FLAG
 
 MAX_FILES = 64
 """A name spelled in more files than this is not followed there (a generic name such as
@@ -35,7 +36,8 @@ def wanted_names(run: RunFacts, keys: Iterable[str]) -> set[str]:
             names.update(last_name(w.function) for w in run.writes(key) if re_arms(w))
         elif key.startswith("fn:"):
             names.add(key[3:])
-    return {n for n in names if n.isidentifier() and not n.startswith("<")}
+    # A name that spells the flag is spelled only in files the run analysed already.
+    return {n for n in names if n.isidentifier() and FLAG not in n}
 
 
 def gather(
@@ -80,10 +82,17 @@ def gather(
 def gather_run(
     run: RunFacts, outcomes: Sequence[object], active: Iterable[int], files: Sequence[str]
 ) -> None:
-    """``gather`` for a CLI run: the keys its analysed files' verdicts read (``outcomes[p]``
-    for ``p`` in ``active``), the files it did not analyse."""
+    """``gather`` for a CLI run: the keys the verdicts of its analysed files with findings read
+    (``outcomes[p]`` for ``p`` in ``active``), the files it did not analyse. A file without a
+    finding has every value maintained: more re-arms or callers cannot change that (a path
+    that runs every step is the best one, ``steps.best``)."""
     places = set(active)
-    keys = {k for p in places for k in (getattr(outcomes[p], "keys", None) or ())}
+    keys = {
+        k
+        for p in places
+        if getattr(outcomes[p], "findings", None)
+        for k in (getattr(outcomes[p], "keys", None) or ())
+    }
     if not keys:
         return
     rest = [path for place, path in enumerate(files) if place not in places]
