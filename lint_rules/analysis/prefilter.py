@@ -21,8 +21,10 @@ GATES = True
 ``te_file``, the lines the walk visits (``interesting_lines``), the calls it hands over,
 ``sites.may_be_module`` and ``SharedModule._may_repeat`` (``checks``), the lines a run shares
 facts from (``state_lines``), the functions a file hands to ``apply`` or a hook
-(``handed_names``). Off (``tests/test_gates.py``), each gives its permissive answer,
-and the findings must be the same."""
+(``handed_names``), the unread files a run reads for the names its verdicts need and the lines
+it reads there (``spelled_in``, ``lines_of``, ``analysis.gather``). Off
+(``tests/test_gates.py``), each gives its permissive answer, and the findings must be the
+same."""
 
 _SEPARATED = r"(?:[ \t\f]|\\(?:\r\n|\r|\n))"
 _TE_IMPORT = re.compile(
