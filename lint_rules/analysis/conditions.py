@@ -11,7 +11,8 @@ are per-step filters; on the configuration (``isinstance(self.config.fp8_recipe,
 ``hasattr(config, "fp8")``) they are conditions of the run. ``self.training`` is the module's
 mode; ``config.training`` is configuration. ``n % k == 0`` (and ``not (n % k)``, ``n % k < 1``,
 ``n % k <= 0``) is the first of every ``k`` only when ``n`` is a counter (something the file
-steps with ``+=``); ``config.pp_size % 2 == 0`` is configuration.
+steps with ``+=`` only in training, or the index of a loop around); ``config.pp_size % 2 ==
+0`` is configuration.
 """
 
 from __future__ import annotations
@@ -122,6 +123,8 @@ def counter_first(test: ast.expr, reading: Reading) -> bool:
     if not (isinstance(mod, ast.BinOp) and isinstance(mod.op, ast.Mod)):
         return False
     counted = _name(mod.left)
+    if isinstance(mod.left, ast.Name) and reading.loops(counted) is not None:
+        return True  # `step % accum == 0` over the loop's own index
     return bool(counted) and counted in reading.counters()
 
 
