@@ -60,6 +60,7 @@ class Collector:
         self._memo: dict[tuple[str, str], object] = shared.setdefault("memo", {})  # type: ignore[assignment]
         self._classes: dict[str, ast.ClassDef] = shared.setdefault("classes", {})  # type: ignore[assignment]
         self._places: dict[tuple[object, ...], str] = shared.setdefault("places", {})  # type: ignore[assignment]
+        self._tests: dict[tuple[object, ...], tuple[Test, str | None]] = {}
         self._loop_kinds: dict[int, str] = self._file.setdefault("loops", {})  # type: ignore[assignment]
 
     # -- the walk ----------------------------------------------------------------------------
@@ -87,12 +88,22 @@ class Collector:
                     where = self._branch(stmt.test, not body_leaves, where)
 
     def _branch(self, test: ast.expr, outcome: bool, where: Where) -> Where:
-        """``where`` inside the branch of ``test`` taken when it is ``outcome``."""
-        reading = self.reading(where)
-        kind = classify(test, reading)
-        if kind is Test.RUN or isinstance(test, ast.Constant):
-            text = condition_text(test, outcome, reading, kind)
+        """``where`` inside the branch of ``test`` taken when it is ``outcome`` (a test read
+        once for both branches)."""
+        if isinstance(test, ast.Constant):
+            text = condition_text(test, outcome)
             return where._replace(conditions=(*where.conditions, text)) if text else where
+        key = (id(test), where.function, where.loops)
+        known = self._tests.get(key)
+        if known is None:
+            reading = self.reading(where)
+            kind = classify(test, reading)
+            text = condition_text(test, True, reading, kind) if kind is Test.RUN else None
+            known = self._tests[key] = (kind, text)
+        kind, text = known
+        if text is not None:
+            text = text if outcome else f"not ({text})"
+            return where._replace(conditions=(*where.conditions, text))
         if outcome and kind in (Test.FIRST, Test.ONCE) and not where.first:
             return where._replace(first=kind.value)
         return where
