@@ -9,13 +9,16 @@ holds one case per class, positive and negative."""
 
 from __future__ import annotations
 
+import ast
 import json
 import shutil
 from pathlib import Path
 
+import pytest
 from helpers import run_in_process
 
 from lint_rules.analysis import analyze_source
+from lint_rules.analysis.conditions import Reading, When, classify
 
 ROOT = Path(__file__).resolve().parents[1]
 CASES = ROOT / "fixtures" / "lifecycle"
@@ -107,3 +110,48 @@ def test_a_condition_read_through_a_local_is_a_condition_of_the_run() -> None:
         (finding,) = analyze_source(_model(body))
         assert finding.verdict == "conditional"
         assert any(f"only if `{condition}`" in e.message for e in finding.evidence)
+
+
+@pytest.mark.parametrize(
+    ("test", "expected"),
+    [
+        # conditions of the run, whatever their spelling
+        ("self.config.fp8 is not None", When.RUN),
+        ("fp8 is not None", When.RUN),  # fp8 = self.config.fp8
+        ("isinstance(self.config.fp8_recipe, Recipe)", When.RUN),
+        ("hasattr(config, 'fp8')", When.RUN),
+        ("self.config.training", When.RUN),
+        ("self.config.pp_size % 2 == 0", When.RUN),
+        ("self.is_pipeline_first_stage", When.RUN),
+        ("rank == 0", When.RUN),
+        # per-step control flow
+        ("hasattr(m, 'is_first_microbatch')", When.PER_STEP),
+        ("self.training", When.PER_STEP),
+        ("torch.is_grad_enabled()", When.PER_STEP),
+        ("found", When.PER_STEP),  # a local that only holds constants
+        ("decoder is not None", When.PER_STEP),  # not read from the configuration
+        # the step's first microbatch
+        ("is_first_microbatch", When.FIRST),
+        ("self.count % self.n == 0", When.FIRST),
+        ("not (self.count % self.n)", When.FIRST),
+        ("self.count % self.n < 1", When.FIRST),
+        ("self.left == 0", When.FIRST),  # a countdown refilled outside __init__
+        ("mb == 0", When.FIRST),  # over the microbatch loop
+        ("step % accum == 0", When.FIRST),  # over the loop that changes the weights
+        # the first pass of the loop that changes the weights: once per process
+        ("step == 0", When.ONCE),
+    ],
+)
+def test_each_spelling_of_a_test_is_read_as_the_run_reads_it(test: str, expected: When) -> None:
+    locals_ = {
+        "fp8": ast.parse("self.config.fp8", mode="eval").body,
+        "decoder": ast.parse("get_attr_wrapped_model(model, 'decoder')", mode="eval").body,
+    }
+    loops = {"mb": "micro", "step": "step", "i": "loop"}
+    reading = Reading(
+        lambda: locals_,
+        lambda: frozenset({"found"}),
+        loops.get,
+        lambda: frozenset({"count", "refill:left", "left"}),
+    )
+    assert classify(ast.parse(test, mode="eval").body, reading) is expected

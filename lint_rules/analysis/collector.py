@@ -11,7 +11,7 @@ import weakref
 from bisect import bisect_left
 from collections.abc import Mapping, Sequence
 
-from lint_rules.analysis.conditions import Reading, Test, classify, condition_text
+from lint_rules.analysis.conditions import Reading, When, classify, condition_text
 from lint_rules.analysis.counters import counters as _counters
 from lint_rules.analysis.counters import file_classes
 from lint_rules.analysis.facts import (
@@ -60,7 +60,7 @@ class Collector:
         self._memo: dict[tuple[str, str], object] = shared.setdefault("memo", {})  # type: ignore[assignment]
         self._classes: dict[str, ast.ClassDef] = shared.setdefault("classes", {})  # type: ignore[assignment]
         self._places: dict[tuple[object, ...], str] = shared.setdefault("places", {})  # type: ignore[assignment]
-        self._tests: dict[tuple[object, ...], tuple[Test, str | None]] = {}
+        self._tests: dict[tuple[object, ...], tuple[When, str | None]] = {}
         self._loop_kinds: dict[int, str] = self._file.setdefault("loops", {})  # type: ignore[assignment]
 
     # -- the walk ----------------------------------------------------------------------------
@@ -98,13 +98,13 @@ class Collector:
         if known is None:
             reading = self.reading(where)
             kind = classify(test, reading)
-            text = condition_text(test, True, reading, kind) if kind is Test.RUN else None
+            text = condition_text(test, True, reading, kind) if kind is When.RUN else None
             known = self._tests[key] = (kind, text)
         kind, text = known
         if text is not None:
             text = text if outcome else f"not ({text})"
             return where._replace(conditions=(*where.conditions, text))
-        if outcome and kind in (Test.FIRST, Test.ONCE) and not where.first:
+        if outcome and kind in (When.FIRST, When.ONCE) and not where.first:
             return where._replace(first=kind.value)
         return where
 

@@ -33,7 +33,7 @@ _CONFIG_WORDS = ("config", "cfg", "args", "opt", "setting", "hparam", "recipe", 
 _STEP_WORDS = ("microbatch", "micro_batch", "batch", "step", "iter", "mb")
 
 
-class Test(enum.Enum):
+class When(enum.Enum):
     PER_STEP = "per-step"
     FIRST = "first"
     ONCE = "once"
@@ -179,39 +179,39 @@ def _countdown(test: ast.expr) -> str:
     return _name(left) if first else ""
 
 
-def classify(test: ast.expr, reading: Reading = PLAIN) -> Test:
+def classify(test: ast.expr, reading: Reading = PLAIN) -> When:
     """What a test says about when its true branch runs (see the module's docstring)."""
     if isinstance(test, ast.BoolOp):
         kinds = [classify(v, reading) for v in test.values]
-        for kind in (Test.RUN, Test.ONCE, Test.FIRST):
+        for kind in (When.RUN, When.ONCE, When.FIRST):
             if kind in kinds:
                 return kind
-        return Test.PER_STEP
+        return When.PER_STEP
     index = _first_index(test)
     if index:
         loop = reading.loops(index)
         if loop is not None:
-            return Test.ONCE if loop == "step" else Test.FIRST
+            return When.ONCE if loop == "step" else When.FIRST
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         if is_counter_compare(test):
-            return Test.FIRST if counter_first(test, reading) else Test.RUN
+            return When.FIRST if counter_first(test, reading) else When.RUN
         return classify(test.operand, reading)
     if isinstance(test, ast.Call):
         name = _name(test.func)
         if name == "is_grad_enabled":
-            return Test.PER_STEP
+            return When.PER_STEP
         if name in _EXISTENCE:
             subject = test.args[0] if test.args else None
             return (
-                Test.RUN if subject is not None and _configish(subject, reading) else Test.PER_STEP
+                When.RUN if subject is not None and _configish(subject, reading) else When.PER_STEP
             )
-        return Test.RUN
+        return When.RUN
     countdown = _countdown(test)
     if countdown and f"refill:{countdown}" in reading.counters():
-        return Test.FIRST  # a countdown that refills itself: the first of every k
+        return When.FIRST  # a countdown that refills itself: the first of every k
     if isinstance(test, ast.Compare):
         if is_counter_compare(test):
-            return Test.FIRST if counter_first(test, reading) else Test.RUN
+            return When.FIRST if counter_first(test, reading) else When.RUN
         if (
             isinstance(test.left, ast.Name)
             and all(isinstance(op, (ast.Is, ast.IsNot)) for op in test.ops)
@@ -219,35 +219,35 @@ def classify(test: ast.expr, reading: Reading = PLAIN) -> Test:
         ):
             bound = reading.locals().get(test.left.id)
             if bound is not None and _configish(bound, reading):
-                return Test.RUN  # `fp8 = self.config.fp8` ... `if fp8 is not None:`
-            return Test.PER_STEP
-        return Test.RUN
+                return When.RUN  # `fp8 = self.config.fp8` ... `if fp8 is not None:`
+            return When.PER_STEP
+        return When.RUN
     if isinstance(test, ast.Attribute):
         if test.attr in MODE_ATTRIBUTES:
             plain = isinstance(test.value, ast.Name) and not _configish(test.value, reading)
-            return Test.PER_STEP if plain else Test.RUN
-        return Test.FIRST if spells_first(test.attr) else Test.RUN
+            return When.PER_STEP if plain else When.RUN
+        return When.FIRST if spells_first(test.attr) else When.RUN
     if isinstance(test, ast.Name):
         if spells_first(test.id):
-            return Test.FIRST
+            return When.FIRST
         if test.id in reading.flags():
-            return Test.PER_STEP
+            return When.PER_STEP
         bound = reading.locals().get(test.id)
         if bound is not None and not isinstance(bound, ast.Constant):
             return classify(bound, reading)
-        return Test.RUN
-    return Test.RUN
+        return When.RUN
+    return When.RUN
 
 
 def condition_text(
-    test: ast.expr, outcome: bool, reading: Reading = PLAIN, kind: Test | None = None
+    test: ast.expr, outcome: bool, reading: Reading = PLAIN, kind: When | None = None
 ) -> str | None:
     """The run condition a branch adds, as the user wrote it (``not (...)`` on the else side,
     a local read through: ``fp8 is not None (fp8 = self.config.fp8)``); None when the test is
     no condition on the run (``classify``)."""
     if isinstance(test, ast.Constant):  # `if True:`: no condition; its `else` never runs
         return None if bool(test.value) is outcome else "False"
-    if (kind or classify(test, reading)) is not Test.RUN:
+    if (kind or classify(test, reading)) is not When.RUN:
         return None
     text = " ".join(ast.unparse(test).split())
     bound = reading.locals()

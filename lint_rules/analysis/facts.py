@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 from lint_rules.analysis.conditions import (
     MODE_ATTRIBUTES,
     Reading,
-    Test,
+    When,
     classify,
     condition_text,
 )
@@ -255,5 +255,5 @@ def from_json(raw: list[Any]) -> FileFacts:
     )
 
 
-__all__ += ["EMPTY", "HOOKS", "Where", "Reading", "Test", "classify", "condition_text"]
+__all__ += ["EMPTY", "HOOKS", "Where", "Reading", "When", "classify", "condition_text"]
 __all__ += ["evaluating", "write_value", "with_path"]
