@@ -179,10 +179,12 @@ def test_a_folder_with_one_file_is_a_project(tmp_path: Path) -> None:
 
 
 def test_a_constant_test_is_no_condition_on_the_run() -> None:
-    """``if True:`` always runs (a re-arm there has no condition) and its ``else`` never does."""
+    """``if True:`` always runs (a re-arm there has no condition) and its ``else`` never does.
+    (``self.layer`` is built as the ``TELinear`` whose flag is judged: the write reaches it.)"""
     layers = (CASES / "rearm_under_fp8/model/layers.py").read_text()
     rearm = (
-        "\n\nclass Module:\n    def set_is_first_microbatch(self):\n        if {test}:\n"
+        "\n\nclass Module:\n    def __init__(self):\n        self.layer = TELinear(4)\n\n"
+        "    def set_is_first_microbatch(self):\n        if {test}:\n"
         "            self.layer.is_first_microbatch = {first}\n        else:\n"
         "            self.layer.is_first_microbatch = {second}\n\n\n"
         "def step(model):\n    model.set_is_first_microbatch()\n"

@@ -17,17 +17,26 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from lint_rules.analysis import builds, prefilter
+from lint_rules.analysis.counters import file_classes
 from lint_rules.analysis.facts import (
     MODE_ATTRIBUTES,
     CallFact,
     FileFacts,
-    Write,
     collect,
+)
+from lint_rules.analysis.lifenotes import (
+    called_by_forward,
+    describe,
+    first_of_each,
+    is_mode,
+    returned_state,
+    unknown_note,
 )
 from lint_rules.analysis.nodes import is_none, target_names
 from lint_rules.analysis.runfacts import RunFacts
 from lint_rules.analysis.runfacts import last_name as _last
 from lint_rules.analysis.runfacts import re_arms as _re_arms
+from lint_rules.analysis.steps import BAD, Reach, Steps, best, runs_as_forward
 from lint_rules.analysis.walk import loop_runs_backward, loop_steps_optimizer
 from lint_rules.findings import Evidence, ast_lines
 
@@ -46,13 +55,6 @@ class Verdict(enum.Enum):
 
 
 RANK = {v: n for n, v in enumerate(Verdict)}
-
-
-def runs_as_forward(name: str) -> bool:
-    """Whether a function of this name runs as a module's forward (what a training step calls,
-    not the code that drives it): ``forward``, ``_forward_impl``, ``forward_step``... and
-    ``__call__``."""
-    return name == "__call__" or name.lstrip("_").startswith("forward")
 
 
 class Judgement(NamedTuple):
@@ -112,6 +114,7 @@ class Lifecycle:
         self._split: list[str] | None = None
         self._own: dict[str, FileFacts] = {}
         self._module_code: dict[int, bool] = {}
+        self._classes: dict[str, tuple[str, ...]] | None = None
         self._class = ""
         self._self = ""
         """The class of the call being judged, and its method's first parameter."""
@@ -126,7 +129,9 @@ class Lifecycle:
         found = self._own.get(word)
         if found is None:
             lines = None
-            if self._source is not None and prefilter.GATES:
+            if word.startswith("<lambda:"):  # a lambda handed to torch: its own line
+                lines = [int(word[8:-1])]
+            elif self._source is not None and prefilter.GATES:
                 if self._split is None:
                     self._split = ast_lines(self._source)
                 lines = [n for n, line in enumerate(self._split, start=1) if word in line]
@@ -163,7 +168,14 @@ class Lifecycle:
                 *self.sources(value.orelse, scope, ctx, depth + 1, where),
             ]
         if isinstance(value, ast.BoolOp):
-            return [s for v in value.values for s in self.sources(v, scope, ctx, depth + 1, where)]
+            # `flag and self.training`: the mode only masks the flag, True comes from the flag
+            masks = isinstance(value.op, ast.And)
+            return [
+                s
+                for v in value.values
+                if not (masks and is_mode(v))
+                for s in self.sources(v, scope, ctx, depth + 1, where)
+            ]
         if isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.Not):
             return self.sources(value.operand, scope, ctx, depth + 1, where)
         if isinstance(value, ast.NamedExpr):
@@ -172,12 +184,12 @@ class Lifecycle:
             return [self._compare(value, scope, ctx, where)]
         if isinstance(value, ast.Attribute):
             if value.attr in MODE_ATTRIBUTES:
-                return [Source(MAINTAINED)]
+                return [self._mode(value, ctx, where)]
             return [Source(None, f"attr:{value.attr}", value)]
         if isinstance(value, ast.Name):
             return self._name(value, scope, ctx, depth, where)
         if isinstance(value, ast.Call):
-            return [self._call(value)]
+            return [self._call(value, ctx)]
         return [self._unknown(value, f"`{_text(value)}` is not followed")]
 
     def _name(
@@ -189,6 +201,9 @@ class Lifecycle:
         bindings = owner.bindings.get(value.id, [])
         if value.id in owner.params and not bindings:
             return [Source(MAINTAINED)]  # a parameter passed on: its callers decide
+        once = self._set_once(value, bindings, ctx) if where is scope else None
+        if once is not None:
+            return [once]
         found: list[Source] = []
         for binding in bindings:
             if binding.how == "assign" and binding.value is not None:
@@ -198,6 +213,58 @@ class Lifecycle:
             else:
                 found.append(self._unknown(value, f"`{value.id}` is bound in a way not followed"))
         return found or [self._unknown(value, f"`{value.id}` has no value seen")]
+
+    def _mode(self, value: ast.Attribute, ctx: Context, where: Scope | None) -> Source:
+        """``is_first_microbatch=self.training`` in a module's forward: True on every training
+        microbatch (each overwrites ``main_grad``); code that drives TE decides itself."""
+        if self.drives(ctx, where):
+            return Source(MAINTAINED)
+        message = (
+            f"`{_text(value)}` is True on every training microbatch: each overwrites "
+            "`main_grad`, and the FP8 weight cache is rebuilt every time"
+        )
+        return Source(
+            Judgement(Verdict.STALE, (Evidence(message, value.lineno, value.col_offset),))
+        )
+
+    def _set_once(self, value: ast.Name, bindings: Sequence[object], ctx: Context) -> Source | None:
+        """``first = True`` before the loop that changes the weights, ``first = False`` inside
+        it and never True again there: True on the first step of the process only (steps 2 on
+        reuse the step-1 FP8 weights; a resumed run passes True again)."""
+        values = [getattr(b, "value", None) for b in bindings]
+        if not values or not all(
+            getattr(b, "how", "") == "assign" and isinstance(v, ast.Constant)
+            for b, v in zip(bindings, values)
+        ):
+            return None
+        loop = next(
+            (
+                loop
+                for loop in reversed(ctx.loops)
+                if isinstance(loop, (ast.For, ast.AsyncFor, ast.While))
+                and loop_steps_optimizer(loop)
+            ),
+            None,
+        )
+        if loop is None:
+            return None
+        start, end = loop.lineno, loop.end_lineno or loop.lineno
+        inside = [v for v in values if start <= v.lineno <= end]  # type: ignore[union-attr]
+        before = [v for v in values if v.lineno < start]  # type: ignore[union-attr]
+        if not (
+            any(v.value is True for v in before)  # type: ignore[union-attr]
+            and any(v.value is False for v in inside)  # type: ignore[union-attr]
+            and not any(v.value is True for v in inside)  # type: ignore[union-attr]
+        ):
+            return None
+        message = (
+            f"`{value.id}` is set True before the loop that changes the weights (line {start}) "
+            "and cleared inside it: True on the first step of the process only; later steps "
+            "pass False after the weights changed"
+        )
+        return Source(
+            Judgement(Verdict.STALE, (Evidence(message, value.lineno, value.col_offset),))
+        )
 
     def _constant(self, value: ast.Constant, ctx: Context, where: Scope | None) -> Source:
         if self.drives(ctx, where):
@@ -249,8 +316,19 @@ class Lifecycle:
             return Source(None, f"attr:{index.attr}", index)  # `self.current_microbatch == 0`
         return self._unknown(value, f"`{_text(value)}` is not followed")
 
-    def _call(self, value: ast.Call) -> Source:
+    def _call(self, value: ast.Call, ctx: Context | None = None) -> Source:
         func = value.func
+        if (
+            ctx is not None
+            and ctx.scope is not None
+            and isinstance(func, ast.Attribute)
+            and isinstance(func.value, ast.Name)
+            and func.value.id == self._self
+            and not value.args
+        ):
+            returned = returned_state(ctx.scope[2], func.attr)
+            if returned is not None:  # `self._is_first_microbatch()`: `return self.flag`
+                return Source(None, f"attr:{returned.attr}", returned)
         name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
         for getter, key in self._getters(name):
             if getter == name:
@@ -290,7 +368,7 @@ class Lifecycle:
         name = getattr(node, "name", "")
         result = runs_as_forward(name)
         if not result and cls is not None and name:
-            result = _called_by_forward(cls, name)
+            result = called_by_forward(cls, name)
         self._module_code[id(node)] = result
         return result
 
@@ -302,7 +380,8 @@ class Lifecycle:
         return self.state(source.key, source.node)
 
     def state(self, key: str, node: ast.AST | None) -> Judgement:
-        """The verdict on a state (``attr:name`` or ``global:name``) from its writes."""
+        """The verdict on a state (``attr:name`` or ``global:name``) from its writes that can
+        reach this object, and when each re-arm runs (``steps``)."""
         self.keys.add(key)
         spelled = key.split(":", 1)[1]
         writes = [w for w in self.own(spelled).writes if w.key == key]
@@ -317,35 +396,72 @@ class Lifecycle:
         if not writes:
             steps = [*head, Evidence(f"nothing in the files seen writes `{spelled}`")]
             return Judgement(Verdict.UNVERIFIED, tuple(steps), provisional=alone)
+        stepper = self._stepper()
+        on_self = bool(self._class) and (
+            isinstance(node, ast.Attribute) and getattr(node.value, "id", "") == self._self
+        )
+        unknown = [w for w in writes if w.target.startswith("unknown:") and _re_arms(w)]
+        writes = [
+            w
+            for w in writes
+            if not w.target.startswith(("unknown:", "ctx"))
+            and not (
+                on_self
+                and w.target.startswith(("self:", "obj:"))
+                and not stepper.related(w.target.split(":", 1)[1], self._class)
+            )
+        ]
         own_class = self._class
         # the call's own class first: its set-up and clear are the ones that matter
         writes.sort(key=lambda w: _last(w.function.rsplit(".", 1)[0]) != own_class)
         rearms = [w for w in writes if _re_arms(w)]
         steps = list(head)
-        steps.extend(_describe(w) for w in _first_of_each(writes))
-        called = [(w, self._caller(w)) for w in rearms]
-        live = [(w, c) for w, c in called if c is not None]
-        plain = [(w, c) for w, c in live if not w.conditions]
-        if plain or self._built_where_re_armed(key, node, live):
+        steps.extend(describe(w) for w in first_of_each(writes))
+        judged = [(w, best(stepper.reach(w))) for w in rearms]
+        if any(r is not None and r.kind == "step" for _, r in judged):
             return MAINTAINED
-        if live:
-            write, caller = live[0]
-            condition = " and ".join(write.conditions)
-            steps.append(_describe(write, condition))
-            assert caller is not None
-            steps.append(caller)
-            return Judgement(Verdict.CONDITIONAL, tuple(steps[:8]), condition, alone)
-        if rearms:
-            write = rearms[0]
-            steps.append(_describe(write))
-            steps.append(self._uncalled(write))
-            return Judgement(Verdict.UNVERIFIED, tuple(steps[:8]), provisional=alone)
+        conditional = [(w, r) for w, r in judged if r is not None and r.kind == "conditional"]
+        if conditional and self._built_where_re_armed(key, node, [r for _, r in conditional]):
+            return MAINTAINED
+        if conditional:
+            write, reach = conditional[0]
+            steps.append(describe(write, reach.condition if write.conditions else ""))
+            steps.extend(reach.evidence)
+            return Judgement(Verdict.CONDITIONAL, tuple(steps[:8]), reach.condition, alone)
+        steps.extend(unknown_note(w) for w in unknown[:1])
+        for kinds, verdict in ((BAD, Verdict.STALE), (("uncalled",), Verdict.UNVERIFIED)):
+            found = [(w, r) for w, r in judged if r is not None and r.kind in kinds]
+            if found:
+                write, reach = found[0]
+                steps.append(describe(write, " and ".join(write.conditions)))
+                steps.extend(reach.evidence)
+                return Judgement(verdict, tuple(steps[:8]), provisional=alone)
         steps.append(Evidence(f"nothing in the files seen re-arms `{spelled}`"))
         return Judgement(Verdict.STALE, tuple(steps[:8]), provisional=alone)
 
-    def _built_where_re_armed(
-        self, key: str, node: ast.AST | None, live: Sequence[tuple[Write, Evidence | None]]
-    ) -> bool:
+    def _stepper(self) -> Steps:
+        """When the re-arms run (``steps``), from this file's and the run's calls and classes."""
+        # made for each state judged, never kept: its callbacks hold this lifecycle
+        own = self._classes if self._classes is not None else file_classes(self.tree)
+        self._classes = own
+        run = self.run
+
+        def calls(name: str) -> list[CallFact]:
+            found = [c for c in self.own(name).calls if c.name == name]
+            if run is not None:
+                found.extend(run.calls(name))
+            return found
+
+        def bases(name: str) -> set[str]:
+            found = set(own.get(name, ()))
+            if run is not None:
+                found.update(run.classes.get(name, ()))
+            return found
+
+        known = dict(own) if run is None else {**run.classes, **own}
+        return Steps(calls, bases, known)
+
+    def _built_where_re_armed(self, key: str, node: ast.AST | None, live: Sequence[Reach]) -> bool:
         """``self.<flag>`` of a class the run builds only where a re-arm's condition holds
         (``builds``): asked as a key of this file's verdicts, answered by a run over several
         files (``RunFacts.answers``)."""
@@ -353,68 +469,12 @@ class Lifecycle:
             return False
         if not (isinstance(node, ast.Attribute) and getattr(node.value, "id", "") == self._self):
             return False
-        for write, _caller in live:
-            asked = builds.question(self._class, write.conditions)
+        for reach in live:
+            asked = builds.question(self._class, tuple(reach.condition.split(" and ")))
             self.keys.add(asked)
             if self.run.answers.get(asked):
                 return True
         return False
-
-    def _calls_of(self, write: Write) -> list[CallFact]:
-        """The calls of the function holding a re-arm (one passing False re-arms nothing)."""
-        name = _last(write.function)
-        calls = [c for c in self.own(name).calls if c.name == name and c.function != write.function]
-        if self.run is not None:
-            calls.extend(c for c in self.run.calls(name) if c.function != write.function)
-        if write.value.startswith("param:"):
-            calls = [c for c in calls if c.arg != "false"]
-        return calls
-
-    def _uncalled(self, write: Write) -> Evidence:
-        """Why a re-arm keeps nothing: no call of its function, or calls only from code that
-        runs without gradients (``facts.evaluating``), whose forwards use the flag up."""
-        name = _last(write.function)
-        if write.evaluation:
-            return Evidence(
-                f"`{name}` runs without gradients: its forwards use the flag up, no training "
-                "step does",
-                write.line,
-                write.col,
-                write.path,
-            )
-        calls = self._calls_of(write)
-        if calls:
-            call = calls[0]
-            return Evidence(
-                f"`{name}` is called only from `{call.function or 'module level'}`, which runs "
-                "without gradients: its forwards use the flag up, no training step does",
-                call.line,
-                call.col,
-                call.path,
-            )
-        return Evidence(f"nothing in the files seen calls `{name}`")
-
-    def _caller(self, write: Write) -> Evidence | None:
-        """Where the function holding a re-arm is called in training (a forward is called
-        every step; a call from code without gradients is evaluation, and does not count)."""
-        name = _last(write.function)
-        if write.evaluation:
-            return None
-        if runs_as_forward(name):
-            return Evidence(
-                f"`{write.function}` runs on every forward", write.line, write.col, write.path
-            )
-        calls = [c for c in self._calls_of(write) if not c.evaluation]
-        if not calls:
-            return None
-        calls.sort(key=lambda c: not runs_as_forward(_last(c.function)))
-        call = calls[0]
-        return Evidence(
-            f"`{name}` is called from `{call.function or 'module level'}`",
-            call.line,
-            call.col,
-            call.path,
-        )
 
 
 def shared(name: str) -> bool:
@@ -427,46 +487,6 @@ def shared(name: str) -> bool:
 _ALONE = Evidence(
     "re-arming in other files is not seen here; `te-microbatch-lint check .` sees the project"
 )
-
-
-def _first_of_each(writes: Sequence[Write]) -> list[Write]:
-    """One set-up write and one clear, the first of each, for the evidence."""
-    chosen: list[Write] = []
-    seen: set[str] = set()
-    for write in writes:
-        kind = (
-            "init" if (not write.function or _last(write.function) == "__init__") else write.value
-        )
-        if kind in ("init", "false") and kind not in seen:
-            seen.add(kind)
-            chosen.append(write)
-    return chosen
-
-
-def _describe(write: Write, condition: str = "") -> Evidence:
-    spelled = write.key.split(":", 1)[1]
-    where = f"`{write.function}`" if write.function else "module level"
-    if not write.function or _last(write.function) == "__init__":
-        text = f"`{spelled}` set to {_value_text(write.value)} in {where}"
-    elif write.value == "false":
-        text = f"`{spelled}` cleared to False in {where}"
-    else:
-        text = f"re-armed ({_value_text(write.value)}) by {where}"
-        if condition:
-            text += f" only if `{condition}`"
-    return Evidence(text, write.line, write.col, write.path)
-
-
-def _value_text(value: str) -> str:
-    return {
-        "true": "True",
-        "false": "False",
-        "none": "None",
-        "zero": "0",
-        "const": "a constant",
-        "copy": "a copy",
-        "derived": "a computed value",
-    }.get(value, f"its argument `{value[6:]}`" if value.startswith("param:") else value)
 
 
 def _text(node: ast.AST) -> str:
@@ -504,31 +524,3 @@ def _loop_of(name: str, ctx: Context) -> ast.AST | None:
         }:
             return loop
     return None
-
-
-def _called_by_forward(cls: ast.ClassDef, name: str) -> bool:
-    """Whether a method of ``cls`` that runs as the forward calls ``self.<name>(...)``,
-    directly or through other methods of the class."""
-    methods = {
-        m.name: m for m in cls.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))
-    }
-    todo = [m for n, m in methods.items() if runs_as_forward(n)]
-    seen: set[str] = set()
-    while todo:
-        method = todo.pop()
-        if method.name in seen:
-            continue
-        seen.add(method.name)
-        for node in ast.walk(method):
-            if (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Attribute)
-                and isinstance(node.func.value, ast.Name)
-                and node.func.value.id == "self"
-            ):
-                called = node.func.attr
-                if called == name:
-                    return True
-                if called in methods:
-                    todo.append(methods[called])
-    return False

@@ -20,8 +20,11 @@ GATES = True
 """Every text-level shortcut the analysis takes for speed asks this switch: this prefilter,
 ``te_file``, the lines the walk visits (``interesting_lines``), the calls it hands over,
 ``sites.may_be_module`` and ``SharedModule._may_repeat`` (``checks``), the lines a run shares
-facts from (``state_lines``). Off (``tests/test_gates.py``), each gives its permissive answer,
-and the findings must be the same."""
+facts from (``state_lines``), the functions a file hands to ``apply`` or a hook
+(``handed_names``), the unread files a run reads for the names its verdicts need and the lines
+it reads there (``spelled_in``, ``lines_of``, ``analysis.gather``). Off
+(``tests/test_gates.py``), each gives its permissive answer, and the findings must be the
+same."""
 
 _SEPARATED = r"(?:[ \t\f]|\\(?:\r\n|\r|\n))"
 _TE_IMPORT = re.compile(
@@ -217,3 +220,51 @@ def lines_spelling(data: bytes, needle: bytes) -> list[int] | None:
         lines.append(data.count(b"\n", 0, at) + 1)
         at = data.find(needle, at + 1)
     return lines
+
+
+_HANDED = re.compile(
+    r"(?:apply|register_\w*hook)\s*\(\s*(?:(?:functools\s*\.\s*)?partial\s*\(\s*)?"
+    r"(?:\w+\s*\.\s*)*(\w+)"
+)
+"""A function handed to ``.apply()`` or a hook registration by name (``model.apply(fn)``,
+``register_forward_pre_hook(self._hook)``, ``apply(partial(fn, ...))``)."""
+
+
+def handed_names(text: str) -> frozenset[str] | None:
+    """The names a file hands to ``apply``/a hook registration, from its text; None with the
+    gates off (the tree is read instead, ``collector.Collector._applied``). The pattern is
+    tried only where ``apply(`` or ``hook(`` may start (``str.find``)."""
+    if not GATES:
+        return None
+    names: set[str] = set()
+    for word in ("apply", "register_"):
+        at = text.find(word)
+        while at >= 0:
+            if not (at and _is_word(text[at - 1])):
+                found = _HANDED.match(text, at)
+                if found is not None:
+                    names.add(found.group(1))
+            at = text.find(word, at + 1)
+    return frozenset(names)
+
+
+def lines_of(text: str, words: Sequence[str]) -> list[int] | None:
+    """The lines (as ``ast`` numbers them, ascending) that spell one of ``words``: the only
+    statements that can call or write them; None with the gates off (every statement)."""
+    if not GATES:
+        return None
+    if "\r" in text:
+        from lint_rules.findings import split_lines
+
+        return [
+            n for n, line in enumerate(split_lines(text), start=1) if any(w in line for w in words)
+        ]
+    return hit_lines(text, words)
+
+
+def spelled_in(data: bytes, names: Sequence[str]) -> list[str]:
+    """The ``names`` a file's bytes spell (ASCII names, searched without decoding); all of
+    them with the gates off."""
+    if not GATES:
+        return list(names)
+    return [name for name in names if name.encode("ascii", "ignore") in data]

@@ -30,6 +30,8 @@ class RunFacts:
         self._writes: dict[str, list[Write]] = {}
         self._calls: dict[str, list[CallFact]] = {}
         self._getters: list[tuple[str, str, str]] = []
+        self.classes: dict[str, set[str]] = {}
+        """The run's classes by name, with the last names of their bases."""
         self.paths: set[str] = set()
         self.skip: str | None = None
         self.answers: dict[str, tuple[Evidence, ...] | None] = {}
@@ -46,6 +48,8 @@ class RunFacts:
         for call in facts.calls:
             self._calls.setdefault(call.name, []).append(call._replace(path=path))
         self._getters.extend((name, key, path) for name, key in facts.getters)
+        for name, bases in facts.classes:
+            self.classes.setdefault(name, set()).update(bases)
 
     def writes(self, key: str) -> list[Write]:
         return [w for w in self._writes.get(key, ()) if w.path != self.skip]
@@ -67,6 +71,7 @@ class RunFacts:
             return self
         view = RunFacts()
         view._writes, view._calls, view._getters = self._writes, self._calls, self._getters
+        view.classes = self.classes
         view.paths, view.skip, view.answers = self.paths, path, self.answers
         return view
 
@@ -80,11 +85,18 @@ def lifecycle_digest(keys: Sequence[str], run: RunFacts) -> str:
     writes = sorted(w for k in keys if not k.startswith("fn:") for w in run.writes(k))
     names = {k[3:] for k in keys if k.startswith("fn:")}
     names.update(last_name(w.function) for w in writes if re_arms(w))  # only their callers count
-    calls = sorted(c for n in sorted(names) for c in run.calls(n))
+    found = [c for n in sorted(names) for c in run.calls(n)]
+    for _ in range(2):  # the callers of the callers, which decide when a re-arm runs (steps)
+        more = {last_name(c.function) for c in found if c.function} - names
+        names |= more
+        found.extend(c for n in sorted(more) for c in run.calls(n))
+    calls = sorted(found)
     answers = [(k, run.answers[k]) for k in keys if k.startswith(PREFIX) and run.answers.get(k)]
     if not (writes or calls or run.getters or answers):
         return ""
-    text = repr((writes, calls, sorted(run.getters), answers))
+    owners = sorted({w.target[5:] for w in writes if w.target.startswith("self:")})
+    classes = [(n, sorted(run.classes.get(n, ()))) for n in owners]
+    text = repr((writes, calls, sorted(run.getters), answers, classes))
     import hashlib
 
     return hashlib.blake2b(text.encode("utf-8", "backslashreplace"), digest_size=16).hexdigest()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 from bisect import bisect_left
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -131,12 +132,49 @@ def loop_bound_names(loop: ast.AST) -> set[str]:
     return names
 
 
+def called_names(loop: ast.AST) -> Iterator[str]:
+    """The last names of the calls in a loop's body."""
+    return _called_names(loop)
+
+
+def iter_nodes(root: ast.AST) -> Iterator[Any]:
+    """What ``ast.walk(root)`` gives, in its order, less the leaves that can never hold a call
+    (names, constants, operators): a third of the nodes, walked without ``ast.iter_fields``."""
+    todo: deque[Any] = deque([root])
+    while todo:
+        node = todo.popleft()
+        yield node
+        kind = type(node)
+        fields = _FIELDS.get(kind)
+        if fields is None:
+            fields = _node_fields(kind)
+        for name in fields:
+            value = getattr(node, name, None)
+            if type(value) is list:
+                todo.extend(v for v in value if type(v) not in _LEAVES)
+            elif value is not None and type(value) not in _LEAVES:
+                todo.append(value)
+
+
 def _called_names(loop: ast.AST) -> Iterator[str]:
-    for stmt in getattr(loop, "body", ()):
-        for node in ast.walk(stmt):
-            if isinstance(node, ast.Call):
-                func = node.func
-                yield func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    """The last names of the calls in the loop's body (what ``ast.walk`` finds, without
+    descending into the leaves that cannot hold a call)."""
+    stack: list[Any] = list(reversed(getattr(loop, "body", ())))
+    while stack:
+        node = stack.pop()
+        kind = type(node)
+        if kind is ast.Call:
+            func = node.func
+            yield func.attr if type(func) is ast.Attribute else getattr(func, "id", "")
+        fields = _FIELDS.get(kind)
+        if fields is None:
+            fields = _node_fields(kind)
+        for name in fields:
+            value = getattr(node, name, None)
+            if type(value) is list:
+                stack.extend(v for v in value if type(v) not in _LEAVES)
+            elif value is not None and type(value) not in _LEAVES:
+                stack.append(value)
 
 
 def loop_runs_backward(loop: ast.AST) -> bool:
@@ -168,36 +206,35 @@ def updates_parameters(loop: ast.AST) -> bool:
     ``.grad`` changed in place (``p.grad.zero_()``) is no update of the weights."""
     body = getattr(loop, "body", ())
     parameters: set[str] = set()
-    for stmt in body:
-        for node in ast.walk(stmt):
-            if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
-                source = node.iter
-                if (
-                    isinstance(source, ast.Call)
-                    and isinstance(source.func, ast.Attribute)
-                    and source.func.attr in _PARAMETER_LISTS
-                ):
-                    parameters.update(name.id for name in target_names(node.target))
-    for stmt in body:
-        for node in ast.walk(stmt):
-            changed: ast.expr
-            if isinstance(node, ast.AugAssign):
-                changed = node.target
-            elif (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Attribute)
-                and node.func.attr.endswith("_")
-                and not node.func.attr.startswith("_")
-                and node.func.attr not in _NOT_VALUES
+    nodes = [node for stmt in body for node in iter_nodes(stmt)]
+    for node in nodes:
+        if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+            source = node.iter
+            if (
+                isinstance(source, ast.Call)
+                and isinstance(source.func, ast.Attribute)
+                and source.func.attr in _PARAMETER_LISTS
             ):
-                changed = node.func.value
-            else:
-                continue
-            base = _tensor_base(changed)
-            if base is None:
-                continue
-            if base in parameters or _reads_grad_of(node, base):
-                return True
+                parameters.update(name.id for name in target_names(node.target))
+    for node in nodes:
+        changed: ast.expr
+        if isinstance(node, ast.AugAssign):
+            changed = node.target
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr.endswith("_")
+            and not node.func.attr.startswith("_")
+            and node.func.attr not in _NOT_VALUES
+        ):
+            changed = node.func.value
+        else:
+            continue
+        base = _tensor_base(changed)
+        if base is None:
+            continue
+        if base in parameters or _reads_grad_of(node, base):
+            return True
     return False
 
 

@@ -239,14 +239,6 @@ def open_cache(no_cache: bool, directory: str | None) -> ResultCache | None:
 
 def _facts(raw: list[Any]) -> Any:
     """``FileFacts`` from its JSON form (lists for tuples)."""
-    from lint_rules.analysis.facts import CallFact, FileFacts, Write
+    from lint_rules.analysis.facts import from_json
 
-    writes, calls, getters = raw
-    return FileFacts(
-        tuple(
-            Write(k, v, f, tuple(c), int(ln), int(col), p, bool(e))
-            for k, v, f, c, ln, col, p, e in writes
-        ),
-        tuple(CallFact(n, a, f, int(ln), int(col), p, bool(e)) for n, a, f, ln, col, p, e in calls),
-        tuple((str(n), str(k)) for n, k in getters),
-    )
+    return from_json(raw)

@@ -31,6 +31,7 @@ except ImportError:  # pragma: no cover - other Pythons
     from hashlib import blake2b
 
 from lint_rules.analysis import Export, Project, builds
+from lint_rules.analysis.gather import gather_run
 from lint_rules.analysis.project import matched
 from lint_rules.analysis.runfacts import RunFacts, lifecycle_digest
 from lint_rules.cli.running import Job, Outcome, Plan, Work, _parse, check_file, rejudge_file
@@ -378,6 +379,7 @@ def run_crossfile(
 
     index = {}
     facts = run_facts(outcomes, active)
+    gather_run(facts, outcomes, active, plan.files)  # the facts of files left unread (i29)
     rounds = settling = 0
     while True:
         index = build_index(outcomes, module_names)

@@ -1,0 +1,590 @@
+"""The statement walk behind ``facts.collect``: one pass over a module's statements that knows
+reachability (nothing after ``return``/``raise``/``continue``/``break`` in a block runs), early
+exits (``if not cfg.fp8: return`` puts the rest under ``cfg.fp8``), the loops around a
+statement and what they do, the step's first-microbatch test, and the object each write and
+call goes through."""
+
+from __future__ import annotations
+
+import ast
+import weakref
+from bisect import bisect_left
+from collections.abc import Mapping, Sequence
+
+from lint_rules.analysis.conditions import Reading, When, classify, condition_text
+from lint_rules.analysis.counters import counters as _counters
+from lint_rules.analysis.counters import file_classes
+from lint_rules.analysis.facts import (
+    HOOKS,
+    CallFact,
+    Where,
+    Write,
+    _arg_kind,
+    _last_name,
+    _leaves,
+    _params,
+    evaluating,
+    write_value,
+)
+from lint_rules.analysis.nodes import constant_str, statements, target_names
+from lint_rules.analysis.objects import (
+    BUILTINS,
+    class_name,
+    inside,
+    is_tree,
+    loop_target,
+    target_nodes,
+)
+from lint_rules.analysis.prefilter import handed_names, may_declare_global
+from lint_rules.analysis.walk import called_names, iter_nodes, updates_parameters
+
+_NONE: frozenset[str] = frozenset()
+_PER_TREE: weakref.WeakKeyDictionary[ast.Module, dict[str, object]] = weakref.WeakKeyDictionary()
+_STATIC = frozenset({"staticmethod", "classmethod"})
+
+
+class Collector:
+    def __init__(self, tree: ast.Module, lines: Sequence[int] | None, source: str | None) -> None:
+        self.tree = tree
+        self.lines = lines
+        self.source = source
+        self.writes: list[Write] = []
+        self.calls: list[CallFact] = []
+        self.getters: list[tuple[str, str]] = []
+        self.no_globals = source is not None and not may_declare_global(source)
+        self._file: dict[str, object] = _PER_TREE.setdefault(tree, {})
+        """What every collector of this tree shares (a file's verdicts make several): the
+        functions and classes met, what was read off them, the places and loops."""
+        shared = self._file
+        self.functions: dict[str, ast.AST] = shared.setdefault("functions", {})  # type: ignore[assignment]
+        self._memo: dict[tuple[str, str], object] = shared.setdefault("memo", {})  # type: ignore[assignment]
+        self._classes: dict[str, ast.ClassDef] = shared.setdefault("classes", {})  # type: ignore[assignment]
+        self._places: dict[tuple[object, ...], str] = shared.setdefault("places", {})  # type: ignore[assignment]
+        self._tests: dict[tuple[object, ...], tuple[When, str | None]] = {}
+        self._loop_kinds: dict[int, str] = self._file.setdefault("loops", {})  # type: ignore[assignment]
+
+    # -- the walk ----------------------------------------------------------------------------
+
+    def wanted(self, node: ast.stmt) -> bool:
+        lines = self.lines
+        if lines is None:
+            return True
+        at = bisect_left(lines, node.lineno)
+        return at < len(lines) and lines[at] <= (node.end_lineno or node.lineno)
+
+    def body(self, body: Sequence[ast.stmt], where: Where, top: bool = False) -> None:
+        for index, stmt in enumerate(body):
+            here = where._replace(top=index) if top else where
+            if self.wanted(stmt):
+                self.stmt(stmt, here)
+            if _leaves(stmt):
+                return  # what follows in this block never runs
+            if isinstance(stmt, ast.If):  # `if not cfg.fp8: return`: what follows needs cfg
+                body_leaves = bool(stmt.body) and _leaves(stmt.body[-1])
+                else_leaves = bool(stmt.orelse) and _leaves(stmt.orelse[-1])
+                if body_leaves and else_leaves:
+                    return
+                if body_leaves or else_leaves:
+                    where = self._branch(stmt.test, not body_leaves, where)
+
+    def _branch(self, test: ast.expr, outcome: bool, where: Where) -> Where:
+        """``where`` inside the branch of ``test`` taken when it is ``outcome`` (a test read
+        once for both branches)."""
+        if isinstance(test, ast.Constant):
+            text = condition_text(test, outcome)
+            return where._replace(conditions=(*where.conditions, text)) if text else where
+        key = (id(test), where.function, where.loops)
+        known = self._tests.get(key)
+        if known is None:
+            reading = self.reading(where)
+            kind = classify(test, reading)
+            text = condition_text(test, True, reading, kind) if kind is When.RUN else None
+            known = self._tests[key] = (kind, text)
+        kind, text = known
+        if text is not None:
+            text = text if outcome else f"not ({text})"
+            return where._replace(conditions=(*where.conditions, text))
+        if outcome and kind in (When.FIRST, When.ONCE) and not where.first:
+            return where._replace(first=kind.value)
+        return where
+
+    def stmt(self, stmt: ast.stmt, where: Where) -> None:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            self._function(stmt, where)
+        elif isinstance(stmt, ast.ClassDef):
+            qual = f"{where.function}.{stmt.name}" if where.function else stmt.name
+            self._classes[stmt.name] = stmt
+            inner = Where(qual, stmt.name, "", where.conditions, body_of="class")
+            self.body(stmt.body, inner)
+        elif isinstance(stmt, (ast.If, ast.While)):
+            self._calls(stmt.test, where)
+            inner = (
+                where._replace(loops=(*where.loops, stmt)) if isinstance(stmt, ast.While) else where
+            )
+            self.body(stmt.body, self._branch(stmt.test, True, inner))
+            self.body(stmt.orelse, self._branch(stmt.test, False, where))
+        elif isinstance(stmt, (ast.For, ast.AsyncFor)):
+            self._calls(stmt.iter, where)
+            inner = where._replace(loops=(*where.loops, stmt))
+            if is_tree(stmt.iter) and loop_target(stmt):
+                inner = inner._replace(trees=where.trees | {loop_target(stmt)})
+            self.body(stmt.body, inner)
+            self.body(stmt.orelse, where)
+        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+            for item in stmt.items:
+                self._calls(item.context_expr, where)
+            self.body(stmt.body, where)
+        elif type(stmt).__name__ in ("Try", "TryStar"):
+            for name in ("body", "orelse", "finalbody"):
+                self.body(getattr(stmt, name), where)
+            for handler in stmt.handlers:  # type: ignore[attr-defined]
+                self.body(handler.body, where)
+        elif type(stmt).__name__ == "Match":
+            for case in stmt.cases:  # type: ignore[attr-defined]
+                self.body(case.body, where)
+        else:
+            self._simple(stmt, where)
+
+    def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef, where: Where) -> None:
+        qual = f"{where.function}.{node.name}" if where.function else node.name
+        if not where.function:
+            self._getter(node)
+        self.functions[qual] = node
+        params = _params(node)
+        args = [*node.args.posonlyargs, *node.args.args]
+        me, cls = where.me, where.cls
+        if where.body_of == "class":
+            static = any(_last_name(d) in _STATIC for d in node.decorator_list)
+            me = args[0].arg if args and not static else ""
+        elif me in params:
+            me = ""
+        trees = where.trees - params
+        if args and node.name in self._applied():
+            trees = trees | {args[0].arg}  # `model.apply(fn)`: fn's module is each of a tree
+        inner = Where(qual, cls, me, (), params, (), "", trees, body_of="function")
+        self.body(node.body, inner, top=True)
+
+    # -- what a test is read through ---------------------------------------------------------
+
+    def reading(self, where: Where) -> Reading:
+        function = where.function if where.body_of == "function" else ""
+        loops = where.loops
+
+        def loop_of(name: str) -> str | None:
+            for loop in reversed(loops):
+                if isinstance(loop, (ast.For, ast.AsyncFor)) and name in {
+                    n.id for n in target_names(loop.target)
+                }:
+                    return self.loop_kind(loop)
+            return None
+
+        return Reading(
+            lambda: self._locals(function),
+            lambda: self._flags(function),
+            loop_of,
+            lambda: self._counters_of(where.cls),
+        )
+
+    def _locals(self, function: str) -> Mapping[str, ast.expr]:
+        key = ("locals", function)
+        found = self._memo.get(key)
+        if found is None:
+            node = self.functions.get(function)
+            counts: dict[str, int] = {}
+            values: dict[str, ast.expr] = {}
+            for stmt in statements(getattr(node, "body", ())) if node is not None else ():
+                if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                    targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+                    for target in targets:
+                        for name in target_names(target):
+                            counts[name.id] = counts.get(name.id, 0) + 1
+                            if stmt.value is not None and not isinstance(stmt, ast.AugAssign):
+                                values[name.id] = stmt.value
+                elif isinstance(stmt, (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith)):
+                    bound = (
+                        [stmt.target]
+                        if isinstance(stmt, (ast.For, ast.AsyncFor))
+                        else [i.optional_vars for i in stmt.items if i.optional_vars is not None]
+                    )
+                    for target in bound:
+                        for other in target_names(target):
+                            counts[other.id] = counts.get(other.id, 0) + 2
+            found = self._memo[key] = {n: v for n, v in values.items() if counts.get(n) == 1}
+        return found  # type: ignore[return-value]
+
+    def _flags(self, function: str) -> frozenset[str]:
+        """The locals of ``function`` that every assignment gives a constant."""
+        key = ("flags", function)
+        found = self._memo.get(key)
+        if found is None:
+            node = self.functions.get(function)
+            values: dict[str, bool] = {}
+            for stmt in statements(getattr(node, "body", ())) if node is not None else ():
+                if isinstance(stmt, ast.Assign):
+                    constant = isinstance(stmt.value, ast.Constant)
+                    for target in stmt.targets:
+                        if isinstance(target, ast.Name):
+                            values[target.id] = values.get(target.id, True) and constant
+            found = self._memo[key] = frozenset(n for n, c in values.items() if c)
+        return found  # type: ignore[return-value]
+
+    def _counters(self) -> frozenset[str]:
+        """The file's counters: names and attributes stepped with ``+=``/``-=`` only by
+        training (outside a forward, or in a forward under ``self.training`` /
+        ``torch.is_grad_enabled()``: a counter evaluation forwards also move drifts off the
+        step). A countdown (compared with its first value) counts only if it is also refilled
+        outside ``__init__``: ``refill:<name>``."""
+        found = self._file.get("counters")
+        if found is None:
+            found = self._file["counters"] = frozenset(_counters(self.tree))
+        return found  # type: ignore[return-value]
+
+    def _counters_of(self, cls: str) -> frozenset[str]:
+        """The counters of the class ``cls`` (of module-level functions for "")."""
+        key = ("counters", cls)
+        found = self._memo.get(key)
+        if found is None:
+            prefix = f"{cls}."
+            found = self._memo[key] = frozenset(
+                c.replace(prefix, "", 1) for c in self._counters() if prefix in c
+            )
+        return found  # type: ignore[return-value]
+
+    def _applied(self) -> frozenset[str]:
+        """The names of the functions the file hands to ``.apply()`` or a hook registration."""
+        found = self._file.get("applied")
+        if found is None:
+            spelled = handed_names(self.source) if self.source is not None else None
+            if spelled is None:
+                names: set[str] = set()
+                for node in ast.walk(self.tree):
+                    if isinstance(node, ast.Call) and _last_name(node.func) in HOOKS:
+                        names.update(_last_name(a) for a in node.args[:1])
+                spelled = frozenset(names)
+            found = self._file["applied"] = spelled
+        return found  # type: ignore[return-value]
+
+    def loop_kind(self, loop: ast.AST) -> str:
+        """``step`` (it changes the weights, or holds a microbatch loop), ``micro`` (it runs
+        backward), else ``loop`` (its body walked once; shared by every collector of the tree)."""
+        kind = self._loop_kinds.get(id(loop))
+        if kind is None:
+            names = [name.lower() for name in called_names(loop)]
+            if any(n in ("step", "zero_grad") or ("optim" in n and "step" in n) for n in names):
+                kind = "step"
+            elif any("backward" in n for n in names):
+                inner = [
+                    s
+                    for s in statements(getattr(loop, "body", ()))
+                    if isinstance(s, (ast.For, ast.AsyncFor, ast.While))
+                ]
+                nested = any(self.loop_kind(s) != "loop" for s in inner)  # (each walked once)
+                kind = "step" if nested or updates_parameters(loop) else "micro"
+            else:  # no backward: not the loop of a training step (its gradients come later)
+                kind = "loop"
+            self._loop_kinds[id(loop)] = kind
+        return kind
+
+    def placement(self, where: Where) -> str:
+        """``Write.first`` for a statement at ``where`` (once per place)."""
+        key = (where.function, where.top, tuple(id(loop) for loop in where.loops), where.first)
+        found = self._places.get(key)
+        if found is None:
+            found = self._places[key] = self._placement(where)
+        return found
+
+    def _placement(self, where: Where) -> str:
+        if where.first:
+            return where.first
+        for loop in reversed(where.loops):
+            kind = self.loop_kind(loop)
+            if kind != "loop":
+                return kind
+        if where.loops:
+            return "loop"
+        node = self.functions.get(where.function) if where.body_of == "function" else None
+        if node is not None and where.top >= 0:
+            later = getattr(node, "body", ())[where.top + 1 :]
+            for stmt in later:
+                for sub in statements([stmt]):
+                    is_loop = isinstance(sub, (ast.For, ast.AsyncFor, ast.While))
+                    if is_loop and self.loop_kind(sub) == "step":
+                        return "before"
+        return ""
+
+    # -- writes and calls --------------------------------------------------------------------
+
+    def _globals(self, function: str) -> frozenset[str]:
+        if self.no_globals:
+            return _NONE
+        key = ("globals", function)
+        found = self._memo.get(key)
+        if found is None:
+            node = self.functions.get(function)
+            found = self._memo[key] = frozenset(
+                n
+                for s in statements(getattr(node, "body", ()))
+                if isinstance(s, ast.Global)
+                for n in s.names
+            )
+        return found  # type: ignore[return-value]
+
+    def _target(self, receiver: ast.expr, where: Where, trees: frozenset[str] = _NONE) -> str:
+        """The object a write goes to (``Write.target``)."""
+        if isinstance(receiver, ast.Name):
+            if receiver.id == where.me and where.me and where.cls:
+                return f"self:{where.cls}"
+            if receiver.id in where.trees or receiver.id in trees:
+                return "tree"
+            if receiver.id == "ctx" and "ctx" in where.params:
+                return "ctx"  # an autograd Function's context: a fresh object, never a module
+            if self._from_model(receiver.id, where):
+                return "tree"
+        if (
+            isinstance(receiver, ast.Attribute)
+            and isinstance(receiver.value, ast.Name)
+            and receiver.value.id == where.me
+            and where.me
+            and where.cls
+        ):
+            built = self._attributes(where.cls).get(receiver.attr, "")
+            if built:
+                return f"obj:{built}"  # `self.fc.flag = True` where `self.fc = TELinear(...)`
+        text = " ".join(ast.unparse(receiver).split())
+        return f"unknown:{text[:60]}"
+
+    def _from_model(self, name: str, where: Where) -> bool:
+        """A local every value of which is fetched from a parameter or a tree's module
+        (``decoder = get_attr_wrapped_model(model, "decoder")``, ``getattr(model, "fc")``,
+        ``model.decoder``): a module of that model's tree."""
+        if where.body_of != "function" or name in where.params:
+            return False
+        roots = where.params | where.trees
+        values = [
+            v
+            for n, v in self._bindings(where.function)
+            if n == name and not (isinstance(v, ast.Constant) and v.value is None)
+        ]
+        if not values:
+            return False
+        for value in values:
+            base = value.args[0] if isinstance(value, ast.Call) and value.args else value
+            if isinstance(value, ast.Attribute):
+                base = value.value
+            if not (isinstance(base, ast.Name) and base.id in roots):
+                return False
+        return True
+
+    def _bindings(self, function: str) -> list[tuple[str, ast.expr]]:
+        key = ("bindings", function)
+        found = self._memo.get(key)
+        if found is None:
+            node = self.functions.get(function)
+            found = self._memo[key] = [
+                (t.id, s.value)
+                for s in (statements(getattr(node, "body", ())) if node is not None else ())
+                if isinstance(s, ast.Assign)
+                for t in s.targets
+                if isinstance(t, ast.Name)
+            ]
+        return found  # type: ignore[return-value]
+
+    def _simple(self, stmt: ast.stmt, where: Where) -> None:
+        targets: list[ast.expr] = []
+        value: ast.expr | None = None
+        if isinstance(stmt, ast.Assign):
+            targets, value = list(stmt.targets), stmt.value
+        elif isinstance(stmt, (ast.AnnAssign, ast.AugAssign)) and stmt.value is not None:
+            targets, value = [stmt.target], stmt.value
+            if isinstance(stmt, ast.AugAssign):
+                value = ast.Constant("step")  # `n += 1`: a step, never a re-arm
+        function = where.function if where.body_of == "function" else ""
+        for target in targets:
+            for node in target_nodes(target):
+                key = target_text = None
+                if isinstance(node, ast.Attribute):
+                    key, target_text = f"attr:{node.attr}", self._target(node.value, where)
+                elif isinstance(node, ast.Name) and (
+                    where.body_of == "module" or (function and node.id in self._globals(function))
+                ):
+                    key, target_text = f"global:{node.id}", ""
+                if key is not None and target_text is not None:
+                    kind = write_value(value if len(targets) == 1 else None, where.params)
+                    self._write(key, kind, where, node, target_text)
+        self._calls(stmt, where)
+
+    def _write(self, key: str, kind: str, where: Where, node: ast.AST, target: str) -> None:
+        function = where.function if where.body_of == "function" else ""
+        self.writes.append(
+            Write(
+                key,
+                kind,
+                function,
+                where.conditions,
+                node.lineno,  # type: ignore[attr-defined]
+                node.col_offset,  # type: ignore[attr-defined]
+                target=target,
+                first=self.placement(where),
+            )
+        )
+
+    def _calls(self, node: ast.AST, where: Where) -> None:
+        """The calls (and ``setattr`` writes) of an expression or simple statement, in
+        ``ast.walk``'s order; a lambda handed to torch (``apply``, a hook) is a function of its
+        own, called where torch calls it."""
+        function = where.function if where.body_of == "function" else ""
+        handled: list[ast.Lambda] = []
+        for sub in iter_nodes(node):
+            if type(sub) is not ast.Call or (handled and inside(sub, handled)):
+                continue
+            assert isinstance(sub, ast.Call)
+            name = _last_name(sub.func) if not isinstance(sub.func, ast.Call) else ""
+            hook = HOOKS.get(name)
+            if hook is not None and sub.args:
+                handed = sub.args[0] if hook != "apply" or len(sub.args) == 1 else None
+                if isinstance(handed, ast.Lambda):
+                    handled.append(handed)
+                    self._lambda(sub, handed, hook, function, where)
+                elif handed is not None and _last_name(handed):
+                    self.calls.append(self._call(sub, _last_name(handed), where, f"hook:{hook}"))
+            if name == "setattr" and len(sub.args) == 3:
+                attr = constant_str(sub.args[1])
+                if attr is not None:
+                    kind = write_value(sub.args[2], where.params)
+                    self._write(f"attr:{attr}", kind, where, sub, self._target(sub.args[0], where))
+                continue
+            if name:
+                self.calls.append(self._call(sub, name, where, self._receiver(sub.func, where)))
+
+    def _lambda(
+        self, call: ast.Call, handed: ast.Lambda, hook: str, function: str, where: Where
+    ) -> None:
+        """``model.apply(lambda m: setattr(m, "flag", True))``: the lambda is called by torch
+        (``hook:<kind>``), its first parameter a module of the tree."""
+        label = f"<lambda:{handed.lineno}>"
+        params = _params(handed)
+        self.calls.append(self._call(call, label, where, f"hook:{hook}"))
+        module = frozenset(a.arg for a in handed.args.args[:1])
+        inner = Where(
+            f"{function}.{label}" if function else label,
+            where.cls,
+            where.me if where.me not in params else "",
+            (),
+            params,
+            (),
+            "",
+            (where.trees - params) | module,
+            body_of="function",
+        )
+        self._calls(handed.body, inner)
+
+    def _call(self, call: ast.Call, name: str, where: Where, receiver: str) -> CallFact:
+        function = where.function if where.body_of == "function" else ""
+        if receiver == "name" and name in BUILTINS:  # never a re-arm: no place to tell
+            return CallFact(name, "", function, call.lineno, call.col_offset, receiver=receiver)
+        return CallFact(
+            name,
+            _arg_kind(call),
+            function,
+            call.lineno,
+            call.col_offset,
+            evaluation=self.evaluating(function) if function else False,
+            conditions=where.conditions,
+            first=self.placement(where),
+            receiver=receiver,
+        )
+
+    def _receiver(self, func: ast.expr, where: Where) -> str:
+        if not isinstance(func, ast.Attribute):
+            return "name"
+        value = func.value
+        if isinstance(value, ast.Call) and _last_name(value.func) == "super":
+            return f"self:{where.cls}" if where.cls else "obj"
+        if isinstance(value, ast.Name):
+            if value.id == where.me and where.me and where.cls:
+                return f"self:{where.cls}"
+            if value.id in self._imports():
+                return "module"
+            function = where.function if where.body_of == "function" else ""
+            built = class_name(self._locals(function).get(value.id)) if function else ""
+            if not built:
+                built = self._module_objects().get(value.id, "")
+            return f"obj:{built}" if built else "obj"
+        if (
+            isinstance(value, ast.Attribute)
+            and isinstance(value.value, ast.Name)
+            and value.value.id == where.me
+            and where.cls
+        ):
+            built = self._attributes(where.cls).get(value.attr, "")
+            return f"obj:{built}" if built else "obj"
+        return "obj"
+
+    def _imports(self) -> frozenset[str]:
+        found = self._file.get("imports")
+        if found is None:
+            names: set[str] = set()
+            for stmt in statements(self.tree.body):
+                if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+                    for alias in stmt.names:
+                        names.add((alias.asname or alias.name).split(".")[0])
+            found = self._file["imports"] = frozenset(names)
+        return found  # type: ignore[return-value]
+
+    def _module_objects(self) -> dict[str, str]:
+        found = self._file.get("objects")
+        if found is None:
+            found = self._file["objects"] = {
+                t.id: class_name(s.value)
+                for s in self.tree.body
+                if isinstance(s, ast.Assign) and class_name(s.value)
+                for t in s.targets
+                if isinstance(t, ast.Name)
+            }
+        return found  # type: ignore[return-value]
+
+    def _attributes(self, cls: str) -> dict[str, str]:
+        """``self.x = Cls(...)`` in any method of the class ``cls``: ``x -> Cls``."""
+        key = ("attributes", cls)
+        found = self._memo.get(key)
+        if found is None:
+            table: dict[str, str] = {}
+            node = self._classes.get(cls)
+            methods = [
+                m
+                for m in getattr(node, "body", ())
+                if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))
+            ]
+            for method in methods:
+                for stmt in statements(method.body):
+                    if isinstance(stmt, ast.Assign) and class_name(stmt.value):
+                        for target in stmt.targets:
+                            if isinstance(target, ast.Attribute):
+                                table[target.attr] = class_name(stmt.value)
+            found = table
+            if node is not None:  # (a class another collector meets later is read then)
+                self._memo[key] = table
+        return found  # type: ignore[return-value]
+
+    def evaluating(self, function: str) -> bool:
+        key = ("evaluation", function)
+        known = self._memo.get(key)
+        if known is None:
+            node = self.functions.get(function)
+            known = self._memo[key] = node is not None and evaluating(node)
+        return bool(known)
+
+    def _getter(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        """``def get_flag(): return _FLAG`` (a module global) is a getter of ``_FLAG``."""
+        returns = [s for s in statements(node.body) if isinstance(s, ast.Return)]
+        if len(returns) == 1 and isinstance(returns[0].value, ast.Name):
+            name = returns[0].value.id
+            if name not in _params(node):
+                self.getters.append((node.name, f"global:{name}"))
+
+    def classes(self, lines: Sequence[int] | None) -> tuple[tuple[str, tuple[str, ...]], ...]:
+        """Every class of the module's top level and class bodies, with its bases' last names
+        (a file that shares no facts shares no classes)."""
+        if lines is not None and not self.writes and not self.calls:
+            return ()
+        return tuple(sorted(file_classes(self.tree).items()))
