@@ -32,6 +32,7 @@ from lint_rules.cli.formats import (
 )
 from lint_rules.cli.options import Configuration, build_parser, configure
 from lint_rules.cli.progress import Progress
+from lint_rules.cli.cpus import CpuSample
 from lint_rules.cli.running import (
     Job,
     Outcome,
@@ -39,6 +40,7 @@ from lint_rules.cli.running import (
     check_file,
     fix_file,
     fixed_count,
+    parse_files,
     plan_files,
     pool_size,
     run_plan,
@@ -80,18 +82,25 @@ def _outcomes(
     files: Sequence[str],
     cache: object = None,
 ) -> Iterable[Outcome]:
-    """Every file's outcome, in order, as each finishes; progress drawn on the way. Over
-    several files, TE subclasses and factories resolve across them (``crossfile``): the
-    outcomes then come once every file is analysed."""
+    """Every file's outcome, in order, as each finishes; progress drawn on the way. Each
+    file is judged with its whole project (``analysis.faces``), whichever files were named;
+    with ``--isolated``, the files named are the project (a folder, or several files)."""
+    if not args.isolated:
+        yield from _judged(args, config, work, job, files, cache)
+        return
     progress = _progress(args, len(files))
     # A folder is a project, even with one file in it: nothing else can re-arm its flags.
     crossfile = len(files) > 1 or (bool(files) and any(os.path.isdir(p) for p in args.paths))
-    plan = plan_files(job, files, config.settings_of, cache, progress.advance, crossfile)
+    plan = plan_files(
+        job, files, config.settings_of, cache, progress.advance, crossfile, CpuSample.now()
+    )
     workers = pool_size(plan, args.jobs)
     if crossfile:
-        from lint_rules.cli.crossfile import run_crossfile
+        from lint_rules.analysis.run import run_crossfile
 
-        stream = run_crossfile(work, job, plan, workers, args.paths, progress.advance)
+        stream = run_crossfile(
+            work, job, plan, workers, args.paths, progress.advance, parse=parse_files
+        )
     else:
         stream = run_plan(work, job, plan, workers)
     try:
@@ -103,6 +112,35 @@ def _outcomes(
             yield outcome
     finally:
         progress.clear()
+
+
+def _judged(
+    args: argparse.Namespace,
+    config: Configuration,
+    work: Work,
+    job: Job,
+    files: Sequence[str],
+    cache: object,
+) -> Iterator[Outcome]:
+    """``_outcomes`` with each file judged with its project (``analysis.faces``)."""
+    from lint_rules.analysis.faces import ProjectJudge
+
+    judge = ProjectJudge(config.settings_of, config.excludes, cache)
+    workers = args.jobs if args.jobs is not None else 1
+    if args.jobs is None and len(files) > 1:
+        from lint_rules.cli.cpus import default_cpus
+
+        workers = default_cpus()
+    outcomes = judge.outcomes(files, work, job, parse_files, workers)
+    if not args.quiet:
+        shown = [p for p in files if p in judge.alone and _may_judge(outcomes, p)]
+        _report(((p, judge.alone[p]) for p in shown), "note")
+    yield from outcomes
+
+
+def _may_judge(outcomes: Sequence[Outcome], path: str) -> bool:
+    """Whether a file judged alone has a finding whose verdict that makes provisional."""
+    return any(o.path == path and o.findings for o in outcomes)
 
 
 def _same_file(a: str, b: str) -> bool:
