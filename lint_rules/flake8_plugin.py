@@ -40,6 +40,7 @@ class TEMicrobatchChecker:
     name = "te-microbatch-lint"
     version = __version__
     resolver: ConfigResolver = ConfigResolver(isolated=True)
+    _judge: Any = None
 
     def __init__(self, tree: Any, lines: list[str], filename: str) -> None:
         self.tree = tree
@@ -98,8 +99,41 @@ class TEMicrobatchChecker:
             settings = self.resolver.settings_for(path)
         except SettingsError as error:  # a file met only now (never a traceback)
             _usage_error(str(error))
+        if path != "." and os.path.isfile(path):  # judged with its project, as `check`
+            yield from self._judged(path, settings)
+            return
         for finding in analyze_tree(self.tree, settings, source, fixes=False):
-            yield finding.line, finding.col, flake8_message(finding, path), type(self)
+            if settings.reports(finding.code):
+                yield finding.line, finding.col, flake8_message(finding, path), type(self)
+
+    def _judged(self, path: str, settings: Any) -> Iterator[tuple[int, int, str, type]]:
+        """The file's findings as ``check`` gives them: judged with its whole project
+        (``analysis.faces``), the project's run done once per process."""
+        judge = type(self).judge()
+        outcome = judge.outcomes([path])[0]
+        judge.save()
+        root = judge.root_of(path) if path not in judge.alone else None
+        where = ""
+        if root is not None and root.path != os.getcwd():  # not the obvious one
+            where = f" [project {os.path.relpath(root.path)}]"
+        for found in outcome.findings:
+            if settings.reports(found.code):
+                text = reported_message(found, path) + where
+                yield found.line, found.column - 1, text, type(self)
+
+    @classmethod
+    def judge(cls) -> Any:
+        """This process's ``ProjectJudge`` (flake8 names a project's files one by one)."""
+        judge = cls.__dict__.get("_judge")
+        if judge is None or judge.settings_of != cls.resolver.settings_for:
+            from lint_rules.analysis.faces import ProjectJudge
+            from lint_rules.analysis.store import open_cache
+
+            isolated = cls.resolver.isolated
+            cache = None if isolated else open_cache(False, None)
+            judge = ProjectJudge(cls.resolver.settings_for, cache=cache, isolated=isolated)
+            cls._judge = judge
+        return judge
 
 
 def flake8_message(finding: Any, path: str) -> str:
@@ -111,6 +145,19 @@ def flake8_message(finding: Any, path: str) -> str:
     return with_evidence(
         finding.message, steps, f"te-microbatch-lint explain {path}:{finding.line}"
     )
+
+
+def reported_message(found: Any, path: str) -> str:
+    """``flake8_message`` for a finding as a run reports it (``records.Reported``)."""
+    from lint_rules.oneline import step_text, with_evidence
+
+    steps = [
+        step_text(message, f"{'' if where == found.path else where}:{line}" if line else "")
+        for where, line, _column, message in found.evidence
+    ]
+    # a re-arm's condition decides the verdict: it comes first, never cut off the line
+    steps.sort(key=lambda step: " only if " not in step)
+    return with_evidence(found.message, steps, f"te-microbatch-lint explain {path}:{found.line}")
 
 
 def _flake8_excluded(options: argparse.Namespace) -> Callable[[str], bool]:

@@ -123,7 +123,7 @@ class ProjectJudge:
             if why is None and found is not None:
                 groups.setdefault(found.path, []).append(at)
             else:
-                self.alone[path] = why
+                self.alone[path] = why or NO_ROOT
                 alone.append(at)
         if alone:
             cache = self.cache if job.mode == "check" else None
