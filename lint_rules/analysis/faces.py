@@ -33,6 +33,9 @@ from lint_rules.settings import Settings
 MAX_PROJECT_FILES = 20_000
 """A project with more Python files than this is not read: each file is judged alone."""
 
+Progress = Callable[[int], Callable[[], None]]
+"""``progress(total)``: the function to call as each of ``total`` files is done."""
+
 Excludes = Callable[..., Any]
 """``excludes(path, is_dir=False)``: the exclude patterns that govern ``path``
 (``cli.discovery.discover``'s)."""
@@ -111,8 +114,10 @@ class ProjectJudge:
         job: Job | None = None,
         parse: Parse = in_process,
         workers: int = 1,
+        progress: Progress | None = None,
     ) -> list[Outcome]:
-        """One outcome per named file, in order: each judged with its project (or alone)."""
+        """One outcome per named file, in order: each judged with its project (or alone).
+        ``progress(total)``: what to call as each of ``total`` files read is done."""
         job = job or Job()
         results: list[Outcome | None] = [None] * len(paths)
         groups: dict[str, list[int]] = {}
@@ -127,20 +132,31 @@ class ProjectJudge:
                 alone.append(at)
         if alone:
             cache = self.cache if job.mode == "check" else None
-            plan = plan_files(job, [paths[a] for a in alone], self.settings_of, cache)
+            advance = progress(len(alone)) if progress else None
+            plan = plan_files(job, [paths[a] for a in alone], self.settings_of, cache, advance)
             parsed = parse(work, job, plan.to_parse, workers)
             for at, done in zip(alone, plan.done):
                 results[at] = done if done is not None else next(parsed)
+                if done is None and advance is not None:
+                    advance()
         for root, places in groups.items():
             table = self._done.get((root, job))
             if table is None or any(_key(paths[a]) not in table for a in places):
-                table = self._judge(root, [paths[a] for a in places], work, job, parse, workers)
+                named = [paths[a] for a in places]
+                table = self._judge(root, named, work, job, parse, workers, progress)
             for at in places:
                 results[at] = _named(table[_key(paths[at])], paths[at])
         return [r if r is not None else Outcome(p) for r, p in zip(results, paths)]
 
     def _judge(
-        self, root: str, named: list[str], work: Work, job: Job, parse: Parse, workers: int
+        self,
+        root: str,
+        named: list[str],
+        work: Work,
+        job: Job,
+        parse: Parse,
+        workers: int,
+        progress: Progress | None = None,
     ) -> dict[str, Outcome]:
         """The outcomes of a run over the project at ``root``, by file: of every file when
         nothing is written (kept for the next named files of the project), else of ``named``
@@ -149,9 +165,10 @@ class ProjectJudge:
         where = {_key(f): n for n, f in enumerate(files)}
         keep = job.mode in ("check", "stdout")
         only = None if keep else {where[_key(p)] for p in named}
-        plan = plan_files(job, files, self.settings_of, self.cache, crossfile=True)
+        advance = progress(len(files)) if progress else None
+        plan = plan_files(job, files, self.settings_of, self.cache, advance, crossfile=True)
         shown = os.path.relpath(root) if _below(root, os.getcwd()) else root
-        stream = run_crossfile(work, job, plan, workers, [shown], parse=parse, only=only)
+        stream = run_crossfile(work, job, plan, workers, [shown], advance, parse, only)
         table = {}
         for n, outcome in enumerate(stream):
             if self.cache is not None and job.mode == "check":

@@ -131,7 +131,17 @@ def _judged(
         from lint_rules.cli.cpus import default_cpus
 
         workers = default_cpus()
-    outcomes = judge.outcomes(files, work, job, parse_files, workers)
+    bars: list[Progress] = []
+
+    def progress(total: int) -> Callable[[], None]:
+        bars.append(_progress(args, total))
+        return bars[-1].advance
+
+    try:
+        outcomes = judge.outcomes(files, work, job, parse_files, workers, progress)
+    finally:
+        for bar in bars:
+            bar.clear()
     if not args.quiet:
         shown = [p for p in files if p in judge.alone and _may_judge(outcomes, p)]
         _report(((p, judge.alone[p]) for p in shown), "note")
