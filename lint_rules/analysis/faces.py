@@ -60,6 +60,7 @@ class ProjectJudge:
         self._done: dict[tuple[str, Job], dict[str, Outcome]] = {}
         """The outcomes of a project's run, kept while nothing is written (flake8 and the
         libcst runner name the files of a project one by one)."""
+        self._views: dict[str, Callable[[str, Settings], Any]] = {}
         self.alone: dict[str, str] = {}
         """Why each named file judged alone was (by path as named)."""
 
@@ -168,7 +169,10 @@ class ProjectJudge:
         advance = progress(len(files)) if progress else None
         plan = plan_files(job, files, self.settings_of, self.cache, advance, crossfile=True)
         shown = os.path.relpath(root) if _below(root, os.getcwd()) else root
-        stream = run_crossfile(work, job, plan, workers, [shown], advance, parse, only)
+        settled: dict[str, Any] = {}
+        stream = run_crossfile(
+            work, job, plan, workers, [shown], advance, parse, only, settled
+        )
         table = {}
         for n, outcome in enumerate(stream):
             if self.cache is not None and job.mode == "check":
@@ -177,7 +181,31 @@ class ProjectJudge:
                 table[_key(files[n])] = outcome
         if keep:
             self._done[(root, job)] = table
+        if "view" in settled:
+            self._views[root] = settled["view"]
         return table
+
+    def view(self, path: str) -> Any:
+        """The ``analysis.Project`` a text standing for ``path`` is judged with (stdin with
+        ``--stdin-filename``): its project's index and the facts of the project's other files.
+        None when ``path`` is judged alone (``why_alone``)."""
+        why = self.why_alone(path)
+        found = self.root_of(path)
+        if why is not None or found is None:
+            if not os.path.exists(path) and found is not None and why and "excludes" in why:
+                why = None  # a new file, not on disk yet: judged with its project
+            else:
+                self.alone[path] = why or NO_ROOT
+                return None
+        root = found.path
+        if root not in self._views:
+            self._judge(root, [], check_file, Job(), in_process, 1)
+        view = self._views.get(root)
+        if view is None:
+            return None
+        files = self.members(root) or []
+        spelled = {_key(f): f for f in files}.get(_key(path), os.path.normpath(path))
+        return view(spelled, self.settings_of(path))
 
     def save(self) -> None:
         if self.cache is not None:

@@ -78,13 +78,16 @@ def run_crossfile(
     on_parsed: Callable[[], None] | None = None,
     parse: Parse = in_process,
     only: Iterable[int] | None = None,
+    settled: dict[str, Any] | None = None,
 ) -> Iterator[Outcome]:
     """Every file's outcome, in order (``work``: the command's; for ``fix``, every file is
     analysed first, then fixed with the settled index). A file whose names reach no module of
     the run cannot depend on the index: its outcome is given as soon as those before it are;
     the others once the index has settled. ``parse``: the face's way to analyse many files
 (a process pool). ``only``: for ``fix``, the places of the files to fix (the others are
-read for their facts only and given as their first pass left them)."""
+read for their facts only and given as their first pass left them). ``settled``: filled,
+once the index has settled, with ``view``: a function from a path and its settings to the
+``analysis.Project`` a text at that path is judged with (stdin: a buffer not on disk)."""
     modules = Modules(roots)
     layout = {p: modules.names(plan.files[p]) for p, _ in (*plan.passed, *plan.deferred)}
     module_names = {place: names for place, (names, _) in layout.items()}
@@ -282,6 +285,8 @@ read for their facts only and given as their first pass left them)."""
         outcomes[place] = plan.done[place] = Outcome(plan.files[place])
         if on_parsed is not None:
             on_parsed()
+    if settled is not None:
+        settled["view"] = lambda path, chosen: _view(path, chosen, modules, index, facts)
     if checking:
         yield from outcomes[given:]  # type: ignore[misc]
         return
@@ -295,6 +300,12 @@ read for their facts only and given as their first pass left them)."""
             yield next(fixed)
         else:  # unread, or read for its facts only (``only``): nothing fixed
             yield outcome if outcome is not None else Outcome(plan.files[place])
+
+
+def _view(path: str, settings: Any, modules: Modules, index: Index, facts: RunFacts | None) -> Project:
+    """The project a text at ``path`` is judged with: the run's index and the lifecycle facts
+    of its other files (those of the file on disk left out)."""
+    return Project(modules.names(path)[1], index, facts.without(path) if facts else None)
 
 
 def _keys(outcome: Outcome | None) -> tuple[str, ...]:

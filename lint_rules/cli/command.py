@@ -413,9 +413,12 @@ def run_stdin(args: argparse.Namespace, config: Configuration) -> int:
         _report([(shown, error.reason)])
         return EXIT_ERROR
     settings = config.settings_of(args.stdin_filename or os.path.join(os.getcwd(), "stdin.py"))
+    project, alone = _stdin_project(args, config)
     if not fixing:
         job = Job(disable_noqa=args.disable_noqa, mode="check")
-        outcome = check_file(job, shown, settings, source)
+        outcome = check_file(job, shown, settings, source, project)
+        if alone and outcome.findings and not args.quiet:
+            _report([(shown, alone)], "note")
         findings = [f for f in outcome.findings if settings.reports(f.code)]
         problems = [_problem(outcome)] if outcome.error else []
         with _output(args, [args.stdin_filename] if args.stdin_filename else []) as out:
@@ -425,7 +428,7 @@ def run_stdin(args: argparse.Namespace, config: Configuration) -> int:
         return _check_status(args, findings, problems)  # no hint: an editor's buffer
     mode = "diff" if args.diff else "verify" if args.check else "stdout"
     job = Job(disable_noqa=args.disable_noqa, mode=mode)
-    outcome = fix_file(job, shown, settings, source)
+    outcome = fix_file(job, shown, settings, source, project)
     if echo:
         text = outcome.new_text if outcome.new_text is not None else source.text
         sys.stdout.buffer.write(text.encode(source.encoding))
@@ -441,6 +444,26 @@ def run_stdin(args: argparse.Namespace, config: Configuration) -> int:
     if outcome.remaining or ((args.check or args.diff) and outcome.changed):
         return EXIT_FINDINGS
     return EXIT_CLEAN
+
+
+def _stdin_project(args: argparse.Namespace, config: Configuration) -> tuple[Any, str | None]:
+    """The project the source on stdin is judged with (``--stdin-filename``'s), or None and
+    why it is judged alone."""
+    if args.stdin_filename is None:
+        return None, "judged alone: the source on stdin has no --stdin-filename, so no project"
+    if args.isolated:
+        return None, "judged alone: --isolated reads nothing around the file"
+    from lint_rules.analysis.faces import ProjectJudge
+
+    cache = None
+    if not args.no_cache:
+        from lint_rules.analysis.store import open_cache
+
+        cache = open_cache(False, args.cache_dir)
+    judge = ProjectJudge(config.settings_of, config.excludes, cache)
+    project = judge.view(args.stdin_filename)
+    judge.save()
+    return project, judge.alone.get(args.stdin_filename)
 
 
 def _discover(args: argparse.Namespace, config: Configuration) -> Discovery:
