@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -63,8 +64,22 @@ def _verdicts(found: list[dict], path: str) -> list[tuple]:
     ]
 
 
+AGED = [0]
+
+
+def _age(root: Path) -> None:
+    """Files written in the last seconds get a distinct time a minute ago: the index then
+    knows them by their stat (a file younger than two seconds is always read again)."""
+    now = time.time()
+    for path in root.rglob("*"):
+        if path.is_file() and path.stat().st_mtime > now - 10:
+            AGED[0] += 1
+            os.utime(path, (now - 60 + AGED[0] / 1000, now - 60 + AGED[0] / 1000))
+
+
 def _same_as_fresh(root: Path, path: str, cache: Path) -> list[tuple]:
     """``check FILE`` with the index equals a fresh ``check .`` for that file; its findings."""
+    _age(root)
     fresh = _verdicts(_json(["--no-cache", "."], root), path)
     alone = _verdicts(_json(["--cache-dir", str(cache), path], root), path)
     assert alone == fresh
@@ -82,6 +97,8 @@ def test_single_file_gets_the_project_verdict_through_every_edit(tmp_path: Path)
     assert [f[1] for f in found] == [34, 45]
     assert all(f[3] == "conditional" for f in found)
     _same_as_fresh(root, LAYERS, cache)  # warm, nothing changed
+    index = json.loads(next(cache.rglob("*.json")).read_text(encoding="utf-8"))
+    assert any(key.endswith("layers.py") for key in index["@stat"])  # known by its stat
     module = root / "model" / "module.py"
     text = module.read_text(encoding="utf-8")
     condition = 'if self.config.fp8 is not None or getattr(self.config, "use_switch", False):'

@@ -57,10 +57,12 @@ class ProjectJudge:
         self.cache = cache
         self.isolated = isolated
         self._members: dict[str, list[str] | None] = {}
-        self._done: dict[tuple[str, Job], dict[str, Outcome]] = {}
+        self._done: dict[tuple[str, Job], dict[int | None, Outcome]] = {}
         """The outcomes of a project's run, kept while nothing is written (flake8 and the
         libcst runner name the files of a project one by one)."""
         self._views: dict[str, Callable[[str, Settings], Any]] = {}
+        self._places: dict[str, dict[str, int]] = {}
+        self._real_places: dict[str, dict[str, int]] = {}
         self.alone: dict[str, str] = {}
         """Why each named file judged alone was (by path as named)."""
 
@@ -104,7 +106,7 @@ class ProjectJudge:
         files = self.members(root.path)
         if files is None:
             return f"judged alone: the project at {root.path} cannot be read or is too large"
-        if _key(path) not in {_key(f) for f in files}:
+        if self._place(root.path, path) is None:
             return f"judged alone: the project at {root.path} ({root.reason}) excludes it"
         return None
 
@@ -142,11 +144,13 @@ class ProjectJudge:
                     advance()
         for root, places in groups.items():
             table = self._done.get((root, job))
-            if table is None or any(_key(paths[a]) not in table for a in places):
+            spots = [self._place(root, paths[a]) for a in places]
+            if table is None or any(spot not in table for spot in spots):
                 named = [paths[a] for a in places]
                 table = self._judge(root, named, work, job, parse, workers, progress)
-            for at in places:
-                results[at] = _named(table[_key(paths[at])], paths[at])
+            for at, spot in zip(places, spots):
+                if spot in table:
+                    results[at] = _named(table[spot], paths[at])
         return [r if r is not None else Outcome(p) for r, p in zip(results, paths)]
 
     def _judge(
@@ -158,14 +162,14 @@ class ProjectJudge:
         parse: Parse,
         workers: int,
         progress: Progress | None = None,
-    ) -> dict[str, Outcome]:
+    ) -> dict[int | None, Outcome]:
         """The outcomes of a run over the project at ``root``, by file: of every file when
         nothing is written (kept for the next named files of the project), else of ``named``
         only (the others are read for their facts, never written)."""
         files = self.members(root) or []
-        where = {_key(f): n for n, f in enumerate(files)}
         keep = job.mode in ("check", "stdout")
-        only = None if keep else {where[_key(p)] for p in named}
+        spots = (self._place(root, p) for p in named)
+        only = None if keep else {spot for spot in spots if spot is not None}
         advance = progress(len(files)) if progress else None
         plan = plan_files(job, files, self.settings_of, self.cache, advance, crossfile=True)
         shown = os.path.relpath(root) if _below(root, os.getcwd()) else root
@@ -173,12 +177,12 @@ class ProjectJudge:
         stream = run_crossfile(
             work, job, plan, workers, [shown], advance, parse, only, settled
         )
-        table = {}
+        table: dict[int | None, Outcome] = {}
         for n, outcome in enumerate(stream):
             if self.cache is not None and job.mode == "check":
                 self.cache.put(outcome)
             if only is None or n in only:
-                table[_key(files[n])] = outcome
+                table[n] = outcome
         if keep:
             self._done[(root, job)] = table
         if "view" in settled:
@@ -204,8 +208,25 @@ class ProjectJudge:
         if view is None:
             return None
         files = self.members(root) or []
-        spelled = {_key(f): f for f in files}.get(_key(path), os.path.normpath(path))
+        at = self._place(root, path)
+        spelled = files[at] if at is not None else os.path.normpath(path)
         return view(spelled, self.settings_of(path))
+
+    def _place(self, root: str, path: str) -> int | None:
+        """Where ``path`` is in the project's files (by its absolute path, else by the file it
+        resolves to), or None."""
+        places = self._places.get(root)
+        if places is None:
+            files = self.members(root) or []
+            places = self._places[root] = {_key(f): n for n, f in enumerate(files)}
+        at = places.get(_key(path))
+        if at is None:
+            real = self._real_places.get(root)
+            if real is None:
+                files = self.members(root) or []
+                real = self._real_places[root] = {_real(f): n for n, f in enumerate(files)}
+            at = real.get(_real(path))
+        return at
 
     def save(self) -> None:
         if self.cache is not None:
@@ -220,7 +241,12 @@ def _named(outcome: Outcome, path: str) -> Outcome:
 
 
 def _key(path: str) -> str:
+    return os.path.normcase(os.path.abspath(path))
+
+
+def _real(path: str) -> str:
     return os.path.normcase(os.path.realpath(path))
+
 
 
 def _below(path: str, folder: str) -> bool:

@@ -6,10 +6,23 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
-from lint_rules.analysis.records import Job, Outcome, content_digest
+from lint_rules.analysis.records import Job, Outcome, bytes_digest, keyed_digest
 from lint_rules.settings import Settings
+
+
+class Known(NamedTuple):
+    """What the first pass learns of a file's bytes (the project index keeps it by the
+    file's stat, so that an unchanged file is not read again): the prefilter's answers
+    (``prefilter``), the digest of its bytes and their size."""
+
+    flag: bool
+    reexport: bool
+    state: bool
+    te: bool
+    digest: str
+    size: int
 
 
 @dataclass
@@ -59,35 +72,52 @@ def plan_files(
     deferred: list[tuple[int, Settings]] = []
     te_importers: set[int] = set()
     size = 0
+    indexed = cache is not None and (job.mode == "check" or crossfile)
     for path in files:
         outcome = None
-        try:
-            source = read_source(path)
-        except SourceError as error:
-            outcome = Outcome(path, error=error.reason)
-        else:
+        known = cache.known(path) if indexed and job.mode != "stdout" else None
+        if known is None:
+            try:
+                source = read_source(path)
+            except SourceError as error:
+                done.append(Outcome(path, error=error.reason))
+                if on_done is not None:
+                    on_done()
+                continue
             text = source.text
-            relevant = mentions_flag(text)
-            if not relevant and not (crossfile and _may_reexport(path, text)):
-                outcome = Outcome(path, new_text=source.text if job.mode == "stdout" else None)
+            known = Known(
+                mentions_flag(text),
+                _may_reexport(path, text),
+                mentions_state(text),
+                imports_te(text),
+                bytes_digest(source.raw),
+                len(source.raw),
+            )
+            if indexed:
+                cache.remember(path, source.identity, known)
+            new_text = source.text if job.mode == "stdout" else None
+        else:
+            new_text = None
+        relevant = known.flag
+        if not relevant and not (crossfile and known.reexport):
+            outcome = Outcome(path, new_text=new_text)
+        else:
+            settings = settings_of(path)
+            if indexed:
+                outcome = cache.get(keyed_digest(known.digest, settings, job.disable_noqa), path)
+                # a file judged alone is served only a result judged alone, a file of a
+                # project only one judged with its project
+                if outcome is not None and outcome.error is None and outcome.indexed != crossfile:
+                    outcome = None
+            if outcome is None and not relevant and not known.state:
+                deferred.append((len(done), settings))
             else:
-                settings = settings_of(path)
-                if cache is not None and (job.mode == "check" or crossfile):
-                    digest = content_digest(settings, job.disable_noqa, source.raw)
-                    outcome = cache.get(digest, path)
-                    # a file judged alone is served only a result judged alone, a file of a
-                    # project only one judged with its project
-                    if outcome is not None and outcome.error is None and outcome.indexed != crossfile:
-                        outcome = None
-                if outcome is None and not relevant and not mentions_state(text):
-                    deferred.append((len(done), settings))
-                else:
-                    passed.append((len(done), settings))
-                if outcome is None and relevant:
-                    to_parse.append((path, settings))
-                    size += len(source.raw)
-                    if crossfile and imports_te(text):
-                        te_importers.add(len(done))
+                passed.append((len(done), settings))
+            if outcome is None and relevant:
+                to_parse.append((path, settings))
+                size += known.size
+                if crossfile and known.te:
+                    te_importers.add(len(done))
         done.append(outcome)
         if outcome is not None and on_done is not None:
             on_done()

@@ -154,9 +154,19 @@ NOT_IN_CACHE_KEY = frozenset(
 
 def content_digest(settings: Settings, disable_noqa: bool, raw: bytes) -> str:
     """Cache key: the file's bytes and every setting that can change its findings."""
+    return keyed_digest(bytes_digest(raw), settings, disable_noqa)
+
+
+def bytes_digest(raw: bytes) -> str:
+    """A file's bytes, digested (the project index keeps it by the file's stat)."""
+    return blake2b(raw, digest_size=20).hexdigest()
+
+
+def keyed_digest(raw_digest: str, settings: Settings, disable_noqa: bool) -> str:
+    """``content_digest`` from the digest of the bytes (``bytes_digest``)."""
     from dataclasses import fields
 
-    digest = blake2b(raw, digest_size=20)
+    digest = blake2b(raw_digest.encode("ascii"), digest_size=20)
     values = [
         (f.name, getattr(settings, f.name))
         for f in fields(settings)

@@ -98,6 +98,13 @@ stored without its path ("") and read back with the path of the file served: a r
 copied file's evidence names that file."""
 
 
+STATS = "@stat"
+"""The key of the project index by file (``ResultCache.stats``) in the cache file."""
+
+STAT_FIELDS = 12
+RACY_S = 2.0
+
+
 class ResultCache:
     """Lookups during the run, one write at its end (atomic: a temporary file renamed)."""
 
@@ -107,11 +114,57 @@ class ResultCache:
         cwd = blake2b(os.path.realpath(os.getcwd()).encode(), digest_size=8).hexdigest()
         self.path = os.path.join(self.directory, f"{cwd}.json")
         self.entries: dict[str, list[Any]] = {}
+        self.stats: dict[str, list[Any]] = {}
+        """The project index by file: ``abspath -> [dev, ino, size, mtime_ns, gates, *Known,
+        when]``; a file whose stat still matches is not read again (``plan.Known``)."""
         self.dirty = False
         self.now = int(time.time())
         loaded = _load(self.path)
         if isinstance(loaded, dict):
+            stats = loaded.pop(STATS, None)
             self.entries = loaded
+            if isinstance(stats, dict):
+                self.stats = stats
+
+    def known(self, path: str) -> Any:
+        """What the index knows of the bytes of the file at ``path`` (``plan.Known``), when
+        its stat (device, inode, size, modification time) is the one recorded; else None."""
+        record = self.stats.get(os.path.abspath(path))
+        if not isinstance(record, list) or len(record) != STAT_FIELDS:
+            return None
+        try:
+            info = os.stat(path)
+        except OSError:
+            return None
+        from lint_rules.analysis import prefilter
+
+        same = record[:5] == [info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, prefilter.GATES]
+        if not same or not stat.S_ISREG(info.st_mode):
+            return None
+        from lint_rules.analysis.plan import Known
+
+        try:
+            flag, reexport, state, te, digest, size = record[5:11]
+            known = Known(bool(flag), bool(reexport), bool(state), bool(te), str(digest), int(size))
+        except (TypeError, ValueError):
+            return None
+        if self.now - record[11] > 86400:
+            record[11] = self.now
+            self.dirty = True
+        return known
+
+    def remember(self, path: str, identity: Any, known: Any) -> None:
+        """Record what was read of a file under its stat (``identity``: the ``fileio``
+        identity of the bytes read). A file modified in the last ``RACY_S`` seconds is not
+        recorded: a write within the same clock tick could keep its size and time."""
+        if identity is None or identity[3] < 0:
+            return
+        if identity[3] > (time.time() - RACY_S) * 1e9:
+            return
+        from lint_rules.analysis import prefilter
+
+        self.stats[os.path.abspath(path)] = [*identity, prefilter.GATES, *known, self.now]
+        self.dirty = True
 
     def get(self, digest: str, path: str) -> Outcome | None:
         entry = self.entries.get(digest)
@@ -157,10 +210,15 @@ class ResultCache:
         if not self.dirty:
             return
         oldest = self.now - MAX_AGE_S
-        kept = {
+        kept: dict[str, Any] = {
             k: v
             for k, v in self.entries.items()
             if isinstance(v, list) and len(v) == ENTRY_FIELDS and _is_time(v[0]) and v[0] >= oldest
+        }
+        kept[STATS] = {
+            k: v
+            for k, v in self.stats.items()
+            if isinstance(v, list) and len(v) == STAT_FIELDS and _is_time(v[-1]) and v[-1] >= oldest
         }
         import tempfile
 
