@@ -47,6 +47,12 @@ _FLAGS: tuple[tuple[str, str | None, str], ...] = (
     ),
     ("guard-import", "DOTTED.NAME", "GUARD for the guard strategy, imported once per file"),
     ("guard-config", "EXPR", "CONFIG for the guard strategy (default: self.config)"),
+    (
+        "project-root",
+        "DIR",
+        "the folder whose files are the project a file is judged with (default: the nearest "
+        "folder holding pyproject.toml, setup.cfg or .git, else the current directory)",
+    ),
 )
 """The settings the CLI and the libcst runner also take as flags: (key, metavar, help)."""
 

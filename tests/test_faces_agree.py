@@ -87,11 +87,15 @@ def test_every_face_gives_the_same_verdicts(tmp_path: Path) -> None:
         assert seen.get(path, set()) == expected, path
 
 
-def test_libcst_runner_writes_what_fix_writes(tmp_path: Path) -> None:
+def test_libcst_runner_and_fix_file_write_what_fix_dot_writes(tmp_path: Path) -> None:
     fixed = _projects(tmp_path / "fix")
     runner = _projects(tmp_path / "runner")
+    single = _projects(tmp_path / "single")
     done = run_in_process(["fix", "--no-cache", "."], fixed)
     assert done.returncode in (0, 1, 2), done.stderr
+    for path in _files(single):
+        run_in_process(["fix", "--no-cache", path], single)
+    assert [p for p in _files(fixed) if (fixed / p).read_bytes() != (single / p).read_bytes()] == []
     subprocess.run(
         [sys.executable, "-m", "libcst.tool", "codemod", "-x",
          "te_microbatch_lint.codemod.TEMicrobatchCodemod", "--no-format", "--hide-progress",

@@ -26,7 +26,7 @@ from typing import Any
 from lint_rules.analysis.filework import Work, check_file
 from lint_rules.analysis.plan import plan_files
 from lint_rules.analysis.records import Job, Outcome
-from lint_rules.analysis.root import NO_ROOT, Root, find_root
+from lint_rules.analysis.root import NO_ROOT, Root, root_of
 from lint_rules.analysis.run import Parse, in_process, run_crossfile
 from lint_rules.settings import Settings
 
@@ -75,8 +75,7 @@ class ProjectJudge:
         return tuple(ExcludePattern(glob, anchor) for glob in settings.excludes)
 
     def root_of(self, path: str) -> Root | None:
-        settings = self.settings_of(path)
-        return find_root(path, settings.project_root, settings.config_file)
+        return root_of(path, self.settings_of(path))
 
     def members(self, root: str) -> list[str] | None:
         """The project's Python files (its excludes applied), spelled relative to the current

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import Any
 
 MARKERS = ("pyproject.toml", "setup.cfg", ".git")
 
@@ -25,7 +26,8 @@ class Root:
 
 def find_root(path: str, setting: str = "", config_file: str | None = None) -> Root | None:
     """The project root of the file at ``path`` (``setting``: the ``project-root`` value of its
-    settings, relative to ``config_file``'s folder, else to the current directory)."""
+    settings, relative to ``config_file``'s folder when it was set there, else to the current
+    directory)."""
     full = os.path.abspath(path)
     if setting:
         base = os.path.dirname(config_file) if config_file else os.getcwd()
@@ -45,6 +47,14 @@ def find_root(path: str, setting: str = "", config_file: str | None = None) -> R
     if full == cwd or full.startswith(cwd.rstrip(os.sep) + os.sep):
         return Root(cwd, "the current directory (no pyproject.toml, setup.cfg or .git above)")
     return None
+
+
+def root_of(path: str, settings: Any) -> Root | None:
+    """``find_root`` with the ``project-root`` of ``settings`` (the file's): relative to the
+    configuration file that set it, or to the current directory when given as a flag."""
+    given = dict(settings.sources).get("project_root")
+    base = None if given == "command line" else settings.config_file
+    return find_root(path, settings.project_root, base)
 
 
 NO_ROOT = (

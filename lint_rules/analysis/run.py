@@ -22,13 +22,15 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from lint_rules.analysis import Project, builds
 from lint_rules.analysis.filework import Work, check_file, rejudge_file
 from lint_rules.analysis.plan import Plan
 from lint_rules.analysis.records import Job, Outcome
 from lint_rules.analysis.runfacts import RunFacts, lifecycle_digest
+if TYPE_CHECKING:
+    from lint_rules.analysis.project import Project
+
 from lint_rules.analysis.runindex import (
     Index,
     Modules,
@@ -88,6 +90,9 @@ def run_crossfile(
 read for their facts only and given as their first pass left them). ``settled``: filled,
 once the index has settled, with ``view``: a function from a path and its settings to the
 ``analysis.Project`` a text at that path is judged with (stdin: a buffer not on disk)."""
+    from lint_rules.analysis import builds
+    from lint_rules.analysis.project import Project
+
     modules = Modules(roots)
     layout = {p: modules.names(plan.files[p]) for p, _ in (*plan.passed, *plan.deferred)}
     module_names = {place: names for place, (names, _) in layout.items()}
@@ -305,6 +310,8 @@ once the index has settled, with ``view``: a function from a path and its settin
 def _view(path: str, settings: Any, modules: Modules, index: Index, facts: RunFacts | None) -> Project:
     """The project a text at ``path`` is judged with: the run's index and the lifecycle facts
     of its other files (those of the file on disk left out)."""
+    from lint_rules.analysis.project import Project
+
     return Project(modules.names(path)[1], index, facts.without(path) if facts else None)
 
 

@@ -13,16 +13,23 @@ try:  # the module behind hashlib.blake2b, without loading OpenSSL
 except ImportError:  # pragma: no cover - other Pythons
     from hashlib import blake2b
 
-from lint_rules.analysis.exports import Export
-from lint_rules.analysis.project import matched
-from lint_rules.analysis.records import Outcome
-from lint_rules.analysis.runfacts import RunFacts
+from typing import TYPE_CHECKING
 
-Index = dict[str, Export]
+from lint_rules.analysis.records import Outcome
+
+if TYPE_CHECKING:
+    from lint_rules.analysis.exports import Export
+    from lint_rules.analysis.runfacts import RunFacts
+
+Index = dict[str, "Export"]
 
 
 def used_digest(names: Sequence[str], index: Mapping[str, Export], keys: list[str]) -> str:
     """What ``names`` read from the index (``keys``: its keys, sorted): "" when nothing."""
+    if not keys:
+        return ""
+    from lint_rules.analysis.project import matched
+
     hits = matched(names, keys)
     if not hits:
         return ""
@@ -32,6 +39,8 @@ def used_digest(names: Sequence[str], index: Mapping[str, Export], keys: list[st
 
 def run_facts(outcomes: Sequence[Outcome | None], places: Sequence[int]) -> RunFacts:
     """The lifecycle facts every analysed file of the run shares."""
+    from lint_rules.analysis.runfacts import RunFacts
+
     found = RunFacts()
     for place in places:
         outcome = outcomes[place]

@@ -39,9 +39,9 @@ def show_settings(config: Configuration, path: str) -> int:
         print(f"{option.key} = {_toml(value)}  # {where}")
     reported = [code for code in RULES if settings.reports(code)]
     print(f"reported = {_toml(reported)}  # select, extend-select, ignore, extend-ignore")
-    from lint_rules.analysis.root import NO_ROOT, find_root
+    from lint_rules.analysis.root import NO_ROOT, root_of
 
-    root = find_root(path, settings.project_root, settings.config_file)
+    root = root_of(path, settings)
     shown = f"{root.path}  ({root.reason})" if root else NO_ROOT
     print(f"# project root: {shown}")
     return EXIT_CLEAN

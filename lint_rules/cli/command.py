@@ -123,6 +123,8 @@ def _judged(
     cache: object,
 ) -> Iterator[Outcome]:
     """``_outcomes`` with each file judged with its project (``analysis.faces``)."""
+    if not files:  # nothing to judge: the core is not even imported
+        return
     from lint_rules.analysis.faces import ProjectJudge
 
     judge = ProjectJudge(config.settings_of, config.excludes, cache)

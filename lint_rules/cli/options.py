@@ -279,6 +279,7 @@ def configure(args: argparse.Namespace) -> Configuration:
         fix_strategy=args.fix_strategy,
         guard_import=args.guard_import,
         guard_config=args.guard_config,
+        project_root=args.project_root,
         select=getattr(args, "select", None),
         extend_select=getattr(args, "extend_select", None),
         ignore=getattr(args, "ignore", None),

@@ -27,11 +27,12 @@ from lint_rules.analysis.filework import (
 )
 from lint_rules.analysis.plan import Plan, plan_files
 from lint_rules.analysis.records import Job, Outcome, Reported, content_digest
-from lint_rules.cli.cpus import default_cpus
+from lint_rules.cli.cpus import CpuSample, default_cpus
 from lint_rules.findings import split_lines
 from lint_rules.settings import Settings
 
 __all__ = [
+    "CpuSample",
     "Job",
     "Outcome",
     "Plan",
