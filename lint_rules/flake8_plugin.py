@@ -141,27 +141,20 @@ def flake8_message(finding: Any, path: str) -> str:
     per finding. A place in this file is ``:LINE``, in another ``PATH:LINE``."""
     from lint_rules.oneline import step_text, with_evidence
 
-    steps = _conditions_first([step_text(step.message, step.where()) for step in finding.evidence])
+    steps = [step_text(step.message, step.where()) for step in finding.evidence]
     return with_evidence(
         finding.message, steps, f"te-microbatch-lint explain {path}:{finding.line}"
     )
-
-
-def _conditions_first(steps: list[str]) -> list[str]:
-    """A re-arm's condition decides the verdict: it comes first, never cut off the line."""
-    return sorted(steps, key=lambda step: " only if " not in step)
 
 
 def reported_message(found: Any, path: str) -> str:
     """``flake8_message`` for a finding as a run reports it (``records.Reported``)."""
     from lint_rules.oneline import step_text, with_evidence
 
-    steps = _conditions_first(
-        [
-            step_text(message, f"{'' if where == found.path else where}:{line}" if line else "")
-            for where, line, _column, message in found.evidence
-        ]
-    )
+    steps = [
+        step_text(message, f"{'' if where == found.path else where}:{line}" if line else "")
+        for where, line, _column, message in found.evidence
+    ]
     return with_evidence(found.message, steps, f"te-microbatch-lint explain {path}:{found.line}")
 
 

@@ -165,7 +165,11 @@ class ProjectJudge:
         """The outcomes of a run over the project at ``root``, by file: of every file when
         nothing is written (kept for the next named files of the project), else of ``named``
         only (the others are read for their facts, never written)."""
-        files = self.members(root) or []
+        files = list(self.members(root) or [])
+        for path in named:  # the files named go by the names they were given
+            at = self._place(root, path)
+            if at is not None:
+                files[at] = path
         keep = job.mode in ("check", "stdout")
         spots = (self._place(root, p) for p in named)
         only = None if keep else {spot for spot in spots if spot is not None}
