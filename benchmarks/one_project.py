@@ -58,8 +58,9 @@ def _timed(cmd: list[str], cwd: Path, env: dict[str, str]) -> dict[str, float]:
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--corpus", default="megatron-core", choices=list(CORPORA))
     p.add_argument("--pairs", type=int, default=3)
     p.add_argument("--arms", default="flake8-cold,flake8-warm,check-file-warm,check-file-cold")

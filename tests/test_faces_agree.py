@@ -47,6 +47,7 @@ def _files(top: Path) -> list[str]:
 
 
 def _env(cache: Path) -> dict[str, str]:
+    """The environment of a face run in a process: this checkout, the index in ``cache``."""
     return {**os.environ, "PYTHONPATH": str(ROOT), "TE_MICROBATCH_LINT_CACHE_DIR": str(cache)}
 
 
@@ -115,7 +116,8 @@ def test_libcst_runner_writes_what_fix_writes_on_the_examples(tmp_path: Path) ->
     subprocess.run(
         [sys.executable, "-m", "libcst.tool", "codemod", "-x",
          "te_microbatch_lint.codemod.TEMicrobatchCodemod", "--no-format", "--hide-progress", "."],
-        cwd=tmp_path / "runner", capture_output=True, text=True, timeout=600, env=_env(tmp_path / "cache"),
+        cwd=tmp_path / "runner", capture_output=True, text=True, timeout=600,
+        env=_env(tmp_path / "cache"),
     )  # fmt: skip
     names = sorted(p.name for p in (tmp_path / "fix").glob("*.py"))
     assert names

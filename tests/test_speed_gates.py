@@ -154,7 +154,9 @@ def test_a_check_that_writes_nothing_loads_no_writer(tmp_path: Path) -> None:
     (tmp_path / "model.py").write_text("def f(m, x):\n    return m(x, is_first_microbatch=True)\n")
     (tmp_path / "empty").mkdir()
     _, modules = _modules_after(tmp_path / "empty", "check", "--no-cache", ".")
-    assert not {"lint_rules.analysis.store", "lint_rules.analysis.core", "lint_rules.fileio"} & modules
+    assert (
+        not {"lint_rules.analysis.store", "lint_rules.analysis.core", "lint_rules.fileio"} & modules
+    )
     assert not {"tempfile", "random"} & modules
     cache = str(tmp_path / "cache")
     _, modules = _modules_after(tmp_path / "empty", "check", "--cache-dir", cache, ".")

@@ -177,9 +177,7 @@ class ProjectJudge:
         plan = plan_files(job, files, self.settings_of, self.cache, advance, crossfile=True)
         shown = os.path.relpath(root) if _below(root, os.getcwd()) else root
         settled: dict[str, Any] = {}
-        stream = run_crossfile(
-            work, job, plan, workers, [shown], advance, parse, only, settled
-        )
+        stream = run_crossfile(work, job, plan, workers, [shown], advance, parse, only, settled)
         table: dict[int | None, Outcome] = {}
         for n, outcome in enumerate(stream):
             if self.cache is not None and job.mode == "check":
@@ -249,7 +247,6 @@ def _key(path: str) -> str:
 
 def _real(path: str) -> str:
     return os.path.normcase(os.path.realpath(path))
-
 
 
 def _below(path: str, folder: str) -> bool:

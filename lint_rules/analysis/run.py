@@ -28,6 +28,7 @@ from lint_rules.analysis.filework import Work, check_file, rejudge_file
 from lint_rules.analysis.plan import Plan
 from lint_rules.analysis.records import Job, Outcome
 from lint_rules.analysis.runfacts import RunFacts, lifecycle_digest
+
 if TYPE_CHECKING:
     from lint_rules.analysis.project import Project
 
@@ -58,7 +59,9 @@ Parse = Callable[[Work, Job, Sequence[tuple[Any, ...]], int], Iterator[Outcome]]
 """``parse(work, job, items, workers)``: each item's outcome, in order (a face's pool)."""
 
 
-def in_process(work: Work, job: Job, items: Sequence[tuple[Any, ...]], workers: int) -> Iterator[Outcome]:
+def in_process(
+    work: Work, job: Job, items: Sequence[tuple[Any, ...]], workers: int
+) -> Iterator[Outcome]:
     """The parse of a face without a pool: each item in turn, in this process."""
     for item in items:
         yield work(job, item[0], item[1], None, *item[2:])
@@ -83,13 +86,13 @@ def run_crossfile(
     settled: dict[str, Any] | None = None,
 ) -> Iterator[Outcome]:
     """Every file's outcome, in order (``work``: the command's; for ``fix``, every file is
-    analysed first, then fixed with the settled index). A file whose names reach no module of
-    the run cannot depend on the index: its outcome is given as soon as those before it are;
-    the others once the index has settled. ``parse``: the face's way to analyse many files
-(a process pool). ``only``: for ``fix``, the places of the files to fix (the others are
-read for their facts only and given as their first pass left them). ``settled``: filled,
-once the index has settled, with ``view``: a function from a path and its settings to the
-``analysis.Project`` a text at that path is judged with (stdin: a buffer not on disk)."""
+        analysed first, then fixed with the settled index). A file whose names reach no module of
+        the run cannot depend on the index: its outcome is given as soon as those before it are;
+        the others once the index has settled. ``parse``: the face's way to analyse many files
+    (a process pool). ``only``: for ``fix``, the places of the files to fix (the others are
+    read for their facts only and given as their first pass left them). ``settled``: filled,
+    once the index has settled, with ``view``: a function from a path and its settings to the
+    ``analysis.Project`` a text at that path is judged with (stdin: a buffer not on disk)."""
     from lint_rules.analysis import builds
     from lint_rules.analysis.project import Project
 
@@ -192,7 +195,11 @@ once the index has settled, with ``view``: a function from a path and its settin
             return True
         found = outcome.project
         assert found is not None
-        life = lifecycle_digest(found.keys, facts.without(outcome.path)) if facts and found.keys else ""
+        life = (
+            lifecycle_digest(found.keys, facts.without(outcome.path))
+            if facts and found.keys
+            else ""
+        )
         return found.life != life
 
     def index_stale(place: int, index: Index, keys: list[str]) -> bool:
@@ -240,11 +247,7 @@ once the index has settled, with ``view``: a function from a path and its settin
     def answer_questions() -> None:
         """Answer what the verdicts asked of the run's files (``builds``), once each."""
         assert facts is not None
-        asked = {
-            key
-            for place in active
-            for key in facts.unanswered(_keys(outcomes[place]))
-        }
+        asked = {key for place in active for key in facts.unanswered(_keys(outcomes[place]))}
         for key in sorted(asked):
             facts.answers[key] = answers.answer(key)
 
@@ -307,7 +310,9 @@ once the index has settled, with ``view``: a function from a path and its settin
             yield outcome if outcome is not None else Outcome(plan.files[place])
 
 
-def _view(path: str, settings: Any, modules: Modules, index: Index, facts: RunFacts | None) -> Project:
+def _view(
+    path: str, settings: Any, modules: Modules, index: Index, facts: RunFacts | None
+) -> Project:
     """The project a text at ``path`` is judged with: the run's index and the lifecycle facts
     of its other files (those of the file on disk left out)."""
     from lint_rules.analysis.project import Project

@@ -44,7 +44,11 @@ def run_facts(outcomes: Sequence[Outcome | None], places: Sequence[int]) -> RunF
     found = RunFacts()
     for place in places:
         outcome = outcomes[place]
-        if outcome is not None and outcome.project is not None and outcome.project.facts is not None:
+        if (
+            outcome is not None
+            and outcome.project is not None
+            and outcome.project.facts is not None
+        ):
             found.add(outcome.path, outcome.project.facts)
     return found
 

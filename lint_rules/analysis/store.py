@@ -57,9 +57,7 @@ def _row(path: str, row: list[Any]) -> Reported:
     values = dict(zip(_FIELDS, row))
     for key in ("evidence", "edits"):  # JSON gave lists back: the dataclass holds tuples
         values[key] = tuple(tuple(step) for step in values.get(key, ()))
-    values["evidence"] = tuple(
-        (str(step[0]) or path, *step[1:]) for step in values["evidence"]
-    )
+    values["evidence"] = tuple((str(step[0]) or path, *step[1:]) for step in values["evidence"])
     return Reported(path, **values)
 
 
@@ -138,7 +136,13 @@ class ResultCache:
             return None
         from lint_rules.analysis import prefilter
 
-        same = record[:5] == [info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, prefilter.GATES]
+        same = record[:5] == [
+            info.st_dev,
+            info.st_ino,
+            info.st_size,
+            info.st_mtime_ns,
+            prefilter.GATES,
+        ]
         if not same or not stat.S_ISREG(info.st_mode):
             return None
         from lint_rules.analysis.plan import Known

@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, TextIO
 
+from lint_rules.cli.cpus import CpuSample
 from lint_rules.cli.discovery import Discovery, _forced_out, discover
 from lint_rules.cli.formats import (
     PLAIN,
@@ -32,7 +33,6 @@ from lint_rules.cli.formats import (
 )
 from lint_rules.cli.options import Configuration, build_parser, configure
 from lint_rules.cli.progress import Progress
-from lint_rules.cli.cpus import CpuSample
 from lint_rules.cli.running import (
     Job,
     Outcome,

@@ -17,7 +17,7 @@ import functools
 import os
 import sys
 from collections.abc import Iterator, Sequence
-from typing import Any, Callable
+from typing import Any
 
 from lint_rules.analysis.filework import (
     Work,
