@@ -1,7 +1,9 @@
-"""Moved to the analysis core: ``lint_rules.analysis.run`` (the run over a project) and
-``lint_rules.analysis.runindex`` (its index); kept for imports of the old names."""
+"""Moved to the analysis core: ``lint_rules.analysis.run`` (the run over a project, with its
+index from ``lint_rules.analysis.runindex``). This name is that module itself, so that old
+imports and settings of its switches (``crossfile.REJUDGE``) still reach it."""
 
-from lint_rules.analysis.run import run_crossfile
-from lint_rules.analysis.runindex import Modules, build_index, needed, reaches
+import sys
 
-__all__ = ["Modules", "build_index", "needed", "reaches", "run_crossfile"]
+from lint_rules.analysis import run as _run
+
+sys.modules[__name__] = _run
