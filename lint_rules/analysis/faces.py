@@ -19,7 +19,7 @@ project root, when the project excludes it, when the project holds more than
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -120,8 +120,22 @@ class ProjectJudge:
     ) -> list[Outcome]:
         """One outcome per named file, in order: each judged with its project (or alone).
         ``progress(total)``: what to call as each of ``total`` files read is done."""
+        return list(self.stream(paths, work, job, parse, workers, progress))
+
+    def stream(
+        self,
+        paths: Sequence[str],
+        work: Work = check_file,
+        job: Job | None = None,
+        parse: Parse = in_process,
+        workers: int = 1,
+        progress: Progress | None = None,
+    ) -> Iterator[Outcome]:
+        """``outcomes``, each given as soon as it and those before it are known (files of
+        one project named in its order: a file that cannot depend on the others comes
+        before the project's index has settled)."""
         job = job or Job()
-        results: list[Outcome | None] = [None] * len(paths)
+        results: dict[int, Outcome] = {}
         groups: dict[str, list[int]] = {}
         alone = []
         for at, path in enumerate(paths):
@@ -141,16 +155,26 @@ class ProjectJudge:
                 results[at] = done if done is not None else next(parsed)
                 if done is None and advance is not None:
                     advance()
+        given = 0
         for root, places in groups.items():
             table = self._done.get((root, job))
             spots = [self._place(root, paths[a]) for a in places]
-            if table is None or any(spot not in table for spot in spots):
+            if table is not None and all(spot in table for spot in spots):
+                run: Iterator[tuple[int, Outcome]] = iter(table.items())  # type: ignore[arg-type]
+            else:
                 named = [paths[a] for a in places]
-                table = self._judge(root, named, work, job, parse, workers, progress)
+                run = self._judge(root, named, work, job, parse, workers, progress)
+            wanted: dict[int | None, list[int]] = {}
             for at, spot in zip(places, spots):
-                if spot in table:
-                    results[at] = _named(table[spot], paths[at])
-        return [r if r is not None else Outcome(p) for r, p in zip(results, paths)]
+                wanted.setdefault(spot, []).append(at)
+            for spot, outcome in run:
+                for at in wanted.get(spot, ()):
+                    results[at] = _named(outcome, paths[at])
+                while given in results:  # in order, as soon as known
+                    yield results.pop(given)
+                    given += 1
+        for at in range(given, len(paths)):
+            yield results.pop(at) if at in results else Outcome(paths[at])
 
     def _judge(
         self,
@@ -161,8 +185,8 @@ class ProjectJudge:
         parse: Parse,
         workers: int,
         progress: Progress | None = None,
-    ) -> dict[int | None, Outcome]:
-        """The outcomes of a run over the project at ``root``, by file: of every file when
+    ) -> Iterator[tuple[int, Outcome]]:
+        """The outcomes of a run over the project at ``root``, by place: of every file when
         nothing is written (kept for the next named files of the project), else of ``named``
         only (the others are read for their facts, never written)."""
         files = list(self.members(root) or [])
@@ -184,11 +208,11 @@ class ProjectJudge:
                 self.cache.put(outcome)
             if only is None or n in only:
                 table[n] = outcome
+                yield n, outcome
         if keep:
             self._done[(root, job)] = table
         if "view" in settled:
             self._views[root] = settled["view"]
-        return table
 
     def view(self, path: str) -> Any:
         """The ``analysis.Project`` a text standing for ``path`` is judged with (stdin with
@@ -204,7 +228,8 @@ class ProjectJudge:
                 return None
         root = found.path
         if root not in self._views:
-            self._judge(root, [], check_file, Job(), in_process, 1)
+            for _ in self._judge(root, [], check_file, Job(), in_process, 1):
+                pass
         view = self._views.get(root)
         if view is None:
             return None

@@ -140,19 +140,17 @@ def _judged(
         return bars[-1].advance
 
     try:
-        outcomes = judge.outcomes(files, work, job, parse_files, workers, progress)
+        for outcome in judge.stream(files, work, job, parse_files, workers, progress):
+            if outcome.findings or outcome.diff:
+                for bar in bars:
+                    bar.clear()
+            why = judge.alone.get(outcome.path)
+            if why and outcome.findings and not args.quiet:
+                _report([(outcome.path, why)], "note")
+            yield outcome
     finally:
         for bar in bars:
             bar.clear()
-    if not args.quiet:
-        shown = [p for p in files if p in judge.alone and _may_judge(outcomes, p)]
-        _report(((p, judge.alone[p]) for p in shown), "note")
-    yield from outcomes
-
-
-def _may_judge(outcomes: Sequence[Outcome], path: str) -> bool:
-    """Whether a file judged alone has a finding whose verdict that makes provisional."""
-    return any(o.path == path and o.findings for o in outcomes)
 
 
 def _same_file(a: str, b: str) -> bool:
