@@ -201,3 +201,39 @@ def test_show_settings_names_the_project_root(tmp_path: Path) -> None:
     done = run_in_process(["check", "--show-settings", "m.py"], tmp_path)
     assert "project-root" in done.stdout
     assert "setup.cfg" in done.stdout
+
+
+def _flake8(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TE_MICROBATCH_LINT_CACHE_DIR": str(cwd / ".c")}
+    return subprocess.run(
+        [sys.executable, "-m", "flake8", "--select", "TEM", *args],
+        cwd=cwd, capture_output=True, text=True, timeout=300, env=env,
+    )  # fmt: skip
+
+
+@pytest.mark.slow
+def test_flake8_names_the_project_root_only_when_it_is_not_the_current_directory(
+    tmp_path: Path,
+) -> None:
+    project = tmp_path / "proj"
+    (project / "pkg").mkdir(parents=True)
+    (project / "pyproject.toml").write_text("", encoding="utf-8")
+    (project / "pkg" / "layers.py").write_text(WRAPPER, encoding="utf-8")
+    inside = _flake8(project, "pkg/layers.py")
+    assert inside.stdout.count("TEM001") == 1 and "[project" not in inside.stdout, inside.stderr
+    outside = _flake8(tmp_path, "proj/pkg/layers.py")
+    assert outside.stdout.rstrip().endswith("[project proj]"), outside.stdout + outside.stderr
+
+
+@pytest.mark.slow
+def test_flake8_honours_select_and_ignore_of_the_pyproject_table(tmp_path: Path) -> None:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "layers.py").write_text(WRAPPER, encoding="utf-8")
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.te-microbatch-lint]\nignore = ["TEM001"]\n', encoding="utf-8"
+    )
+    assert "TEM001" not in _flake8(tmp_path, "pkg/layers.py").stdout
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.te-microbatch-lint]\nselect = ["TEM001"]\n', encoding="utf-8"
+    )
+    assert "TEM001" in _flake8(tmp_path, "pkg/layers.py").stdout
