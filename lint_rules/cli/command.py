@@ -86,7 +86,9 @@ def _outcomes(
     file is judged with its whole project (``analysis.faces``), whichever files were named;
     with ``--isolated``, the files named are the project (a folder, or several files)."""
     if not args.isolated:
-        yield from _judged(args, config, work, job, files, cache)
+        from lint_rules.cli.project import judged
+
+        yield from judged(args, config, work, job, files, cache, lambda n: _progress(args, n))
         return
     progress = _progress(args, len(files))
     # A folder is a project, even with one file in it: nothing else can re-arm its flags.
@@ -112,45 +114,6 @@ def _outcomes(
             yield outcome
     finally:
         progress.clear()
-
-
-def _judged(
-    args: argparse.Namespace,
-    config: Configuration,
-    work: Work,
-    job: Job,
-    files: Sequence[str],
-    cache: object,
-) -> Iterator[Outcome]:
-    """``_outcomes`` with each file judged with its project (``analysis.faces``)."""
-    if not files:  # nothing to judge: the core is not even imported
-        return
-    from lint_rules.analysis.faces import ProjectJudge
-
-    judge = ProjectJudge(config.settings_of, config.excludes, cache)
-    workers = args.jobs if args.jobs is not None else 1
-    if args.jobs is None and len(files) > 1:
-        from lint_rules.cli.cpus import default_cpus
-
-        workers = default_cpus()
-    bars: list[Progress] = []
-
-    def progress(total: int) -> Callable[[], None]:
-        bars.append(_progress(args, total))
-        return bars[-1].advance
-
-    try:
-        for outcome in judge.stream(files, work, job, parse_files, workers, progress):
-            if outcome.findings or outcome.diff:
-                for bar in bars:
-                    bar.clear()
-            why = judge.alone.get(outcome.path)
-            if why and outcome.findings and not args.quiet:
-                _report([(outcome.path, why)], "note")
-            yield outcome
-    finally:
-        for bar in bars:
-            bar.clear()
 
 
 def _same_file(a: str, b: str) -> bool:
@@ -413,7 +376,9 @@ def run_stdin(args: argparse.Namespace, config: Configuration) -> int:
         _report([(shown, error.reason)])
         return EXIT_ERROR
     settings = config.settings_of(args.stdin_filename or os.path.join(os.getcwd(), "stdin.py"))
-    project, alone = _stdin_project(args, config)
+    from lint_rules.cli.project import stdin_project
+
+    project, alone = stdin_project(args, config)
     if not fixing:
         job = Job(disable_noqa=args.disable_noqa, mode="check")
         outcome = check_file(job, shown, settings, source, project)
@@ -444,26 +409,6 @@ def run_stdin(args: argparse.Namespace, config: Configuration) -> int:
     if outcome.remaining or ((args.check or args.diff) and outcome.changed):
         return EXIT_FINDINGS
     return EXIT_CLEAN
-
-
-def _stdin_project(args: argparse.Namespace, config: Configuration) -> tuple[Any, str | None]:
-    """The project the source on stdin is judged with (``--stdin-filename``'s), or None and
-    why it is judged alone."""
-    if args.stdin_filename is None:
-        return None, "judged alone: the source on stdin has no --stdin-filename, so no project"
-    if args.isolated:
-        return None, "judged alone: --isolated reads nothing around the file"
-    from lint_rules.analysis.faces import ProjectJudge
-
-    cache = None
-    if not args.no_cache:
-        from lint_rules.analysis.store import open_cache
-
-        cache = open_cache(False, args.cache_dir)
-    judge = ProjectJudge(config.settings_of, config.excludes, cache)
-    project = judge.view(args.stdin_filename)
-    judge.save()
-    return project, judge.alone.get(args.stdin_filename)
 
 
 def _discover(args: argparse.Namespace, config: Configuration) -> Discovery:
