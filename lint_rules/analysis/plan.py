@@ -38,9 +38,9 @@ class Plan:
     deferred: list[tuple[int, Settings]] = field(default_factory=list)
     """Packages' ``__init__.py`` that fail the prefilter but import, and share no lifecycle
     fact (a run over several files): read for the index only if a file of the run imports
-    from them (``cli.crossfile``)."""
+    from them (``analysis.run``)."""
     te_importers: set[int] = field(default_factory=set)
-    """The places of the files to parse whose text imports TE (``cli.crossfile`` analyses
+    """The places of the files to parse whose text imports TE (``analysis.run`` analyses
     them first)."""
     started: Any = None
     """The machine's CPU time when the first pass began (``default_cpus``)."""
@@ -59,7 +59,7 @@ def plan_files(
 
     ``on_done`` is called for each file finished here (the progress bar counts it). A cached
     result that used the index of a run over several files serves only such a run
-    (``crossfile``), which checks that the index still answers the same (``cli.crossfile``)."""
+    (``crossfile``), which checks that the index still answers the same (``analysis.run``)."""
     if not files:  # nothing to read: neither the prefilter nor the reader is imported
         return Plan([], [], [], 0, started=started)
     from lint_rules.analysis import mentions_flag

@@ -1,16 +1,25 @@
-"""The result cache of ``check``: findings of parsed files, keyed by content, like ruff's.
+"""The project index and result cache every face shares: findings of parsed files, keyed by
+content, like ruff's, and each file's prefilter answers, keyed by its stat.
 
 A file that passes the byte prefilter is parsed once per content: its findings (after
-``# noqa``) or its syntax error are stored under a hash of its bytes, its settings and
-``--disable-noqa`` (``running.content_digest``), in one JSON file per version of the linter's
-own code and per working directory, ``<cache dir>/<version>-<code hash>/<cwd hash>.json``. The
-code hash covers the size and mtime of every module of ``lint_rules``, so an edited or upgraded
-linter never reads old results. Paths are not part of the key: a moved or copied file hits too.
-Entries not used for 30 days are dropped when the file is written. The directory is
-``--cache-dir``, else ``$TE_MICROBATCH_LINT_CACHE_DIR``, else ``te-microbatch-lint`` in the
-user's cache directory (``$XDG_CACHE_HOME`` or ``~/.cache``), so nothing is written into the
-project; it holds a ``CACHEDIR.TAG``. ``--no-cache`` turns it off. A cache that cannot be read
-or written is ignored (the run is just not faster).
+``# noqa``), what it tells its project (``records.Indexed``) or its syntax error are stored
+under a hash of its bytes, its settings and ``--disable-noqa`` (``records.content_digest``).
+Beside them, each file read is recorded by its stat (device, inode, size, modification time):
+an unchanged file is not read again (``plan.Known``); a file modified in the last two seconds
+is not recorded (a write within the same clock tick could keep size and time). A result judged
+alone serves only a file judged alone, one judged with its project only a file of a project,
+whose run then checks that what it read of the other files is unchanged (``analysis.run``).
+All is in one JSON file per version of the linter's own code and per working directory,
+``<cache dir>/<version>-<code hash>/<cwd hash>.json``, written whole and atomically (a
+temporary file renamed): processes sharing it (flake8 ``-j``, two pre-commit runs) never
+read a torn file; the last writer wins and the others' entries are only recomputed. The code
+hash covers the size and mtime of every module of ``lint_rules``, so an edited or upgraded
+linter never reads old results. Paths are not part of the key: a moved or copied file hits
+too, its evidence named after it. Entries not used for 30 days are dropped when the file is
+written. The directory is ``--cache-dir``, else ``$TE_MICROBATCH_LINT_CACHE_DIR``, else
+``te-microbatch-lint`` in the user's cache directory (``$XDG_CACHE_HOME`` or ``~/.cache``), so
+nothing is written into the project; it holds a ``CACHEDIR.TAG``. ``--no-cache`` turns it off.
+A cache that cannot be read or written is ignored (the run is just not faster).
 """
 
 from __future__ import annotations

@@ -181,7 +181,7 @@ def run_check(args: argparse.Namespace, config: Configuration, discovery: Discov
     job = Job(disable_noqa=args.disable_noqa, mode="check")
     cache = None
     if not args.no_cache:  # --no-cache: the cache module is not even imported
-        from lint_rules.cli.cache import open_cache
+        from lint_rules.analysis.store import open_cache
 
         cache = open_cache(args.no_cache, args.cache_dir)
     adding = getattr(args, "add_noqa", False)
