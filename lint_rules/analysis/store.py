@@ -216,7 +216,11 @@ class ResultCache:
             exports = [[name, *export] for name, export in found.exports]
             project = [exports, list(found.names), found.used, found.life, found.package]
             project += [found.facts, list(found.keys)]
-        self.entries[outcome.digest] = [self.now, error, rows, project]
+        entry = [self.now, error, rows, project]
+        old = self.entries.get(outcome.digest)
+        if isinstance(old, list) and old[1:] == _plain(entry)[1:]:
+            return  # known already (as JSON gave it back): nothing to write
+        self.entries[outcome.digest] = _plain(entry)
         self.dirty = True
 
     def save(self) -> None:
@@ -242,6 +246,7 @@ class ResultCache:
                 with os.fdopen(fd, "w", encoding="utf-8") as handle:
                     json.dump(kept, handle, separators=(",", ":"))
                 os.replace(temp, self.path)
+                self.dirty = False
             except BaseException:
                 with contextlib.suppress(OSError):
                     os.unlink(temp)
@@ -324,6 +329,13 @@ def open_cache(no_cache: bool, directory: str | None) -> ResultCache | None:
     if no_cache:
         return None
     return ResultCache(directory or os.environ.get(ENV_DIR) or default_directory())
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as JSON gives it back (tuples become lists)."""
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    return value
 
 
 def _facts(raw: list[Any]) -> Any:
