@@ -98,12 +98,15 @@ def main() -> int:
             results[arm] = rows
             names = list(rows[0])
             summary = {n: statistics.median(r[n]["wall_s"] for r in rows) for n in names}
+            cpu = {n: statistics.median(r[n]["cpu_s"] for r in rows) for n in names}
             if len(names) == 2:
                 a, b = names
                 ratio = statistics.median(r[a]["wall_s"] / r[b]["wall_s"] for r in rows)
-                print(f"{arm}: median wall {summary}, median ratio {a}/{b} {ratio:.3f}")
+                by_cpu = statistics.median(r[a]["cpu_s"] / r[b]["cpu_s"] for r in rows)
+                print(f"{arm}: median wall {summary}, cpu {cpu}; median ratio {a}/{b}: "
+                      f"wall {ratio:.3f}, cpu {by_cpu:.3f}")  # fmt: skip
             else:
-                print(f"{arm}: median wall {summary}")
+                print(f"{arm}: median wall {summary}, cpu {cpu}")
     print(f"load after: {_load():.2f}")
     if args.out:
         args.out.write_text(json.dumps(results, indent=1))
