@@ -237,3 +237,28 @@ def test_flake8_honours_select_and_ignore_of_the_pyproject_table(tmp_path: Path)
         '[tool.te-microbatch-lint]\nselect = ["TEM001"]\n', encoding="utf-8"
     )
     assert "TEM001" in _flake8(tmp_path, "pkg/layers.py").stdout
+
+
+@pytest.mark.slow
+def test_processes_sharing_the_index_never_serve_a_stale_verdict(tmp_path: Path) -> None:
+    """Several processes write the index at once (flake8 ``-j``, two pre-commit runs): each
+    write is whole (a temporary file renamed), so every run reads a valid index, and what the
+    last writer left gives the verdict of a fresh run."""
+    root = _project(tmp_path, "rearm_under_fp8")
+    cache = tmp_path / "cache"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    command = [sys.executable, "-m", "lint_rules.cli", "check", "--cache-dir", str(cache)]
+    command += ["--output-format", "json"]
+    files = [LAYERS, "model/module.py", "model/schedule.py", LAYERS]
+    runs = [
+        subprocess.Popen([*command, path], cwd=root, env=env, stdout=subprocess.PIPE, text=True)
+        for path in files
+    ]
+    outputs = [run.communicate(timeout=300)[0] for run in runs]
+    assert all(run.returncode in (0, 1) for run in runs)
+    fresh = _verdicts(_json(["--no-cache", "."], root), LAYERS)
+    assert fresh and _verdicts(json.loads(outputs[0]), LAYERS) == fresh
+    assert _verdicts(json.loads(outputs[3]), LAYERS) == fresh
+    for index in cache.rglob("*.json"):
+        json.loads(index.read_text(encoding="utf-8"))  # never torn
+    assert _same_as_fresh(root, LAYERS, cache) == fresh
