@@ -179,26 +179,30 @@ class TEMicrobatchCodemod(VisitorBasedCodemodCommand):
         """The text ``te-microbatch-lint fix`` writes for this module's file (judged with its
         project, ``analysis.faces``), and its notes; the module's own text without a file."""
         filename = self.context.filename
-        if filename:
-            from lint_rules.analysis.records import Job
-            from lint_rules.cli.running import fix_file
-
-            outcome = self._judge().outcomes(
-                [filename], fix_file, Job(disable_noqa=self.disable_noqa, mode="stdout")
-            )[0]
-            if outcome.error is not None:
-                return tree.code if not self._ends_with_cr() else tree.code + "\r", (
-                    *outcome.notes,
-                    outcome.error,
-                )
-            if outcome.new_text is not None:
-                return outcome.new_text, outcome.notes
+        outcome = self._project_fix(filename) if filename else None
+        if outcome is not None and outcome.error is not None:  # the file as it is
+            text = tree.code + "\r" if self._ends_with_cr() else tree.code
+            return text, (*outcome.notes, outcome.error)
+        if outcome is not None and outcome.new_text is not None:
+            return outcome.new_text, outcome.notes
         from lint_rules.fixing import fix_source
 
         result = fix_source(
             tree.code, self.settings(), disable_noqa=self.disable_noqa, encoding=tree.encoding
         )
         return result.text if result.changed else tree.code, tuple(result.notes)
+
+    def _project_fix(self, filename: str) -> Any:
+        """What ``fix`` gives the file (an ``Outcome``, its ``new_text``), or None when the
+        project's run failed (a bug, never an input: the module is then fixed alone)."""
+        from lint_rules.analysis.records import Job
+        from lint_rules.cli.running import fix_file
+
+        job = Job(disable_noqa=self.disable_noqa, mode="stdout")
+        try:
+            return self._judge().outcomes([filename], fix_file, job)[0]
+        except Exception:  # noqa: BLE001  # one face's bug must not fail the runner's file
+            return None
 
     def _judge(self) -> Any:
         """This process's ``ProjectJudge`` for the command's settings (one per worker)."""

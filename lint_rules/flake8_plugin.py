@@ -100,26 +100,33 @@ class TEMicrobatchChecker:
         except SettingsError as error:  # a file met only now (never a traceback)
             _usage_error(str(error))
         if path != "." and os.path.isfile(path):  # judged with its project, as `check`
-            yield from self._judged(path, settings)
-            return
+            judged = self._judged(path, settings)
+            if judged is not None:
+                yield from judged
+                return
         for finding in analyze_tree(self.tree, settings, source, fixes=False):
             if settings.reports(finding.code):
                 yield finding.line, finding.col, flake8_message(finding, path), type(self)
 
-    def _judged(self, path: str, settings: Any) -> Iterator[tuple[int, int, str, type]]:
+    def _judged(self, path: str, settings: Any) -> list[tuple[int, int, str, type]] | None:
         """The file's findings as ``check`` gives them: judged with its whole project
-        (``analysis.faces``), the project's run done once per process."""
+        (``analysis.faces``), the project's run done once per process. None when the
+        project's run failed (a bug, never an input: the file is then judged alone)."""
         judge = type(self).judge()
-        outcome = judge.outcomes([path])[0]
-        judge.save()
+        try:
+            outcome = judge.outcomes([path])[0]
+            judge.save()
+        except Exception:  # noqa: BLE001  # one face's bug must not end flake8's run
+            return None
         root = judge.root_of(path) if path not in judge.alone else None
         where = ""
         if root is not None and root.path != os.getcwd():  # not the obvious one
             where = f" [project {os.path.relpath(root.path)}]"
-        for found in outcome.findings:
-            if settings.reports(found.code):
-                text = reported_message(found, path) + where
-                yield found.line, found.column - 1, text, type(self)
+        return [
+            (found.line, found.column - 1, reported_message(found, path) + where, type(self))
+            for found in outcome.findings
+            if settings.reports(found.code)
+        ]
 
     @classmethod
     def judge(cls) -> Any:
