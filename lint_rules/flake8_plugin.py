@@ -73,9 +73,8 @@ class TEMicrobatchChecker:
             except SettingsError as error:
                 _usage_error(f"{error} (flake8 option --{option.flake8_name})")
         try:
-            cls.resolver = ConfigResolver(
-                isolated=bool(getattr(options, "isolated", False)), overrides=overrides
-            )
+            cls.resolver = ConfigResolver(isolated=_isolated(options), overrides=overrides)
+            cls._judge = None  # a new configuration: a new judge
             # Validated at load: the configuration of every path named (and of the cwd).
             # flake8 meets files in worker processes, where an error could only be a crash;
             # so every configuration file under the paths named is checked now.
@@ -152,6 +151,12 @@ def flake8_message(finding: Any, path: str) -> str:
     return with_evidence(
         finding.message, steps, f"te-microbatch-lint explain {path}:{finding.line}"
     )
+
+
+def _isolated(options: argparse.Namespace) -> bool:
+    """flake8's ``--isolated``: its first stage consumes the flag, so the options handed to
+    plugins never hold it; the command line says it."""
+    return bool(getattr(options, "isolated", False)) or "--isolated" in sys.argv[1:]
 
 
 def reported_message(found: Any, path: str) -> str:
