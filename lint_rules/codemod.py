@@ -55,6 +55,11 @@ def _usage_error(message: str) -> NoReturn:
     raise SystemExit(2)
 
 
+_JUDGES: dict[tuple[int, bool], Any] = {}
+"""One ``ProjectJudge`` per command instance in each process: the project's run is done once
+for all the files libcst's runner hands this process."""
+
+
 class TEMicrobatchCodemod(VisitorBasedCodemodCommand):
     """Apply te-microbatch-lint's fixes (each rule's that has one) to each module libcst's runner
     hands us."""
@@ -109,6 +114,7 @@ class TEMicrobatchCodemod(VisitorBasedCodemodCommand):
         tracked_functions: str | None = None,
         import_helpers: str | None = None,
         unresolved: str | None = None,
+        project_root: str | None = None,
         unsafe_fixes: bool = False,
         select: str | None = None,
         ignore: str | None = None,
@@ -126,6 +132,7 @@ class TEMicrobatchCodemod(VisitorBasedCodemodCommand):
             tracked_functions=tracked_functions,
             import_helpers=import_helpers,
             unresolved=unresolved,
+            project_root=project_root,
             unsafe_fixes=unsafe_fixes,
             select=select,
             ignore=ignore,
@@ -146,31 +153,71 @@ class TEMicrobatchCodemod(VisitorBasedCodemodCommand):
         if _without_no_format():
             print(FORMAT_HINT, file=sys.stderr)
         self.disable_noqa = disable_noqa
+        self.isolated = isolated
 
     def settings(self) -> Settings:
         start = self.context.filename or Path.cwd()
         return self.resolver.settings_for(start)
 
     def transform_module_impl(self, tree: cst.Module) -> cst.Module:
-        from lint_rules.fixing import fix_source
-
-        result = fix_source(
-            tree.code, self.settings(), disable_noqa=self.disable_noqa, encoding=tree.encoding
-        )
-        for note in result.notes:
+        text, notes = self._fixed(tree)
+        for note in notes:
             self.warn(note)
-        if not result.changed or result.text == tree.code:
+        if text == tree.code:
             return tree
         # Keep the file's encoding (a coding cookie, a BOM): libcst writes `tree.bytes`.
         config = cst.PartialParserConfig(
             encoding=tree.encoding, default_newline=tree.default_newline
         )
-        fixed = cst.parse_module(result.text, config=config)
-        if not tree.code.endswith("\r") and self._ends_with_cr():
+        fixed = cst.parse_module(text, config=config)
+        if fixed.code != text and text.endswith("\r"):
             # libcst's parser drops a CR-only file's final CR (its `has_trailing_newline` is
             # False for it); the file keeps it, as `te-microbatch-lint fix` keeps it
             fixed = fixed.with_changes(has_trailing_newline=True)
         return fixed
+
+    def _fixed(self, tree: cst.Module) -> tuple[str, tuple[str, ...]]:
+        """The text ``te-microbatch-lint fix`` writes for this module's file (judged with its
+        project, ``analysis.faces``), and its notes; the module's own text without a file."""
+        filename = self.context.filename
+        outcome = self._project_fix(filename) if filename else None
+        if outcome is not None and outcome.error is not None:  # the file as it is
+            text = tree.code + "\r" if self._ends_with_cr() else tree.code
+            return text, (*outcome.notes, outcome.error)
+        if outcome is not None and outcome.new_text is not None:
+            return outcome.new_text, outcome.notes
+        from lint_rules.fixing import fix_source
+
+        result = fix_source(
+            tree.code, self.settings(), disable_noqa=self.disable_noqa, encoding=tree.encoding
+        )
+        return result.text if result.changed else tree.code, tuple(result.notes)
+
+    def _project_fix(self, filename: str) -> Any:
+        """What ``fix`` gives the file (an ``Outcome``, its ``new_text``), or None when the
+        project's run failed (a bug, never an input: the module is then fixed alone)."""
+        from lint_rules.analysis.records import Job
+        from lint_rules.cli.running import fix_file
+
+        job = Job(disable_noqa=self.disable_noqa, mode="stdout")
+        try:
+            return self._judge().outcomes([filename], fix_file, job)[0]
+        except Exception:  # noqa: BLE001  # one face's bug must not fail the runner's file
+            return None
+
+    def _judge(self) -> Any:
+        """This process's ``ProjectJudge`` for the command's settings (one per worker)."""
+        from lint_rules.analysis.faces import ProjectJudge
+        from lint_rules.analysis.store import open_cache
+
+        key = (id(self.resolver), self.isolated)
+        judge = _JUDGES.get(key)
+        if judge is None:
+            cache = None if self.isolated else open_cache(False, None)
+            judge = _JUDGES[key] = ProjectJudge(
+                self.resolver.settings_for, cache=cache, isolated=self.isolated
+            )
+        return judge
 
     def _ends_with_cr(self) -> bool:
         try:

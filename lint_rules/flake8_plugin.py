@@ -40,6 +40,7 @@ class TEMicrobatchChecker:
     name = "te-microbatch-lint"
     version = __version__
     resolver: ConfigResolver = ConfigResolver(isolated=True)
+    _judge: Any = None
 
     def __init__(self, tree: Any, lines: list[str], filename: str) -> None:
         self.tree = tree
@@ -72,9 +73,8 @@ class TEMicrobatchChecker:
             except SettingsError as error:
                 _usage_error(f"{error} (flake8 option --{option.flake8_name})")
         try:
-            cls.resolver = ConfigResolver(
-                isolated=bool(getattr(options, "isolated", False)), overrides=overrides
-            )
+            cls.resolver = ConfigResolver(isolated=_isolated(options), overrides=overrides)
+            cls._judge = None  # a new configuration: a new judge
             # Validated at load: the configuration of every path named (and of the cwd).
             # flake8 meets files in worker processes, where an error could only be a crash;
             # so every configuration file under the paths named is checked now.
@@ -98,10 +98,48 @@ class TEMicrobatchChecker:
             settings = self.resolver.settings_for(path)
         except SettingsError as error:  # a file met only now (never a traceback)
             _usage_error(str(error))
+        if path != "." and os.path.isfile(path):  # judged with its project, as `check`
+            judged = self._judged(path, settings)
+            if judged is not None:
+                yield from judged
+                return
         for finding in analyze_tree(self.tree, settings, source, fixes=False):
-            if finding.code in settings.file_ignored:  # `per-file-ignores` of the table
-                continue
-            yield finding.line, finding.col, flake8_message(finding, path), type(self)
+            if settings.reports(finding.code):
+                yield finding.line, finding.col, flake8_message(finding, path), type(self)
+
+    def _judged(self, path: str, settings: Any) -> list[tuple[int, int, str, type]] | None:
+        """The file's findings as ``check`` gives them: judged with its whole project
+        (``analysis.faces``), the project's run done once per process. None when the
+        project's run failed (a bug, never an input: the file is then judged alone)."""
+        judge = type(self).judge()
+        try:
+            outcome = judge.outcomes([path])[0]
+            judge.save()
+        except Exception:  # noqa: BLE001  # one face's bug must not end flake8's run
+            return None
+        root = judge.root_of(path) if path not in judge.alone else None
+        where = ""
+        if root is not None and root.path != os.getcwd():  # not the obvious one
+            where = f" [project {os.path.relpath(root.path)}]"
+        return [
+            (found.line, found.column - 1, reported_message(found, path) + where, type(self))
+            for found in outcome.findings
+            if settings.reports(found.code)
+        ]
+
+    @classmethod
+    def judge(cls) -> Any:
+        """This process's ``ProjectJudge`` (flake8 names a project's files one by one)."""
+        judge = cls.__dict__.get("_judge")
+        if judge is None or judge.settings_of != cls.resolver.settings_for:
+            from lint_rules.analysis.faces import ProjectJudge
+            from lint_rules.analysis.store import open_cache
+
+            isolated = cls.resolver.isolated
+            cache = None if isolated else open_cache(False, None)
+            judge = ProjectJudge(cls.resolver.settings_for, cache=cache, isolated=isolated)
+            cls._judge = judge
+        return judge
 
 
 def flake8_message(finding: Any, path: str) -> str:
@@ -114,6 +152,25 @@ def flake8_message(finding: Any, path: str) -> str:
     return with_evidence(
         finding.message, steps, f"te-microbatch-lint explain {path}:{finding.line}", prefix
     )
+
+
+def _isolated(options: argparse.Namespace) -> bool:
+    """flake8's ``--isolated``: its first stage consumes the flag, so the options handed to
+    plugins never hold it; the command line says it."""
+    return bool(getattr(options, "isolated", False)) or "--isolated" in sys.argv[1:]
+
+
+def reported_message(found: Any, path: str) -> str:
+    """``flake8_message`` for a finding as a run reports it (``records.Reported``)."""
+    from lint_rules.oneline import step_text, with_evidence
+
+    steps = [
+        step_text(message, f"{'' if where == found.path else where}:{line}" if line else "")
+        for where, line, _column, message in found.evidence
+    ]
+    prefix = len(f"{path}:{found.line}:{found.column}: ")
+    explain = f"te-microbatch-lint explain {path}:{found.line}"
+    return with_evidence(found.message, steps, explain, prefix)
 
 
 def _flake8_excluded(options: argparse.Namespace) -> Callable[[str], bool]:

@@ -1,7 +1,8 @@
 """The evidence of a finding on its own line (flake8, ``check --output-format concise``).
 
 flake8 and scripts read one line per finding, so the evidence follows the message in
-brackets: ``TEM001 ... (set True in __init__ (:12); cleared after forward (:20))``. A place in
+brackets: ``TEM001 ... (set True in __init__ (:12); cleared after forward (:20))`` (when steps
+must be left out, a re-arm's condition first). A place in
 the finding's own file is ``:LINE``, in another file ``PATH:LINE``. The line stays readable:
 at most ``LINE_LIMIT`` characters in all and ``MAX_STEPS`` steps, then ``+N more`` and the
 command that prints them all, where it fits (``te-microbatch-lint rule CODE`` explains the rule,
@@ -27,11 +28,15 @@ def step_text(message: str, where: str) -> str:
 def with_evidence(message: str, steps: Iterable[str], explain: str = "", prefix: int = 0) -> str:
     """``message (step; step; ...)``, within ``LINE_LIMIT`` characters counting the ``prefix``
     flake8 prints before it (``path:line:col: ``); ``explain`` (``te-microbatch-lint explain
-    P:L``) is named when steps were left out and it fits."""
+    P:L``) is named when steps were left out and it fits. A re-arm's condition (``only if ...``)
+    decides the verdict: when steps must be left out, it comes first, so that the line never
+    cuts it off."""
     steps = list(steps)
     if not steps:
         return message
     room = LINE_LIMIT - prefix - len(message) - len(" ()")
+    if not _fits(steps, room):
+        steps.sort(key=lambda step: " only if " not in step)
     shown: list[str] = []
     size = 0
     for step in steps:
@@ -53,3 +58,14 @@ def with_evidence(message: str, steps: Iterable[str], explain: str = "", prefix:
         size -= len(shown.pop()) + 2 * bool(shown)
         left += 1
     return f"{message} ({'; '.join(shown)})"
+
+
+def _fits(steps: list[str], room: int) -> bool:
+    """Whether every step is shown (the bounds of ``with_evidence``'s loop)."""
+    size = 0
+    for n, step in enumerate(steps):
+        cost = len(step) + (2 if n else 0)
+        if n == MAX_STEPS or size + cost > min(room, MAX_CHARS):
+            return False
+        size += cost
+    return True

@@ -56,6 +56,12 @@ _FLAGS: tuple[tuple[str, str | None, str], ...] = (
     ),
     ("extend-per-file-ignores", "GLOB:CODES", "like --per-file-ignores, added to them"),
     ("docs-url", "URL", "where docs/rules.md is shown: JSON `url` and SARIF `helpUri` link there"),
+    (
+        "project-root",
+        "DIR",
+        "the folder whose files are the project a file is judged with (default: the nearest "
+        "folder holding pyproject.toml, setup.cfg or .git, else the current directory)",
+    ),
 )
 """The settings the CLI and the libcst runner also take as flags: (key, metavar, help)."""
 

@@ -226,6 +226,12 @@ class Option:
         return f"te-{self.key}" if self.flake8 else None
 
 
+def _folder(key: str, value: object) -> str:
+    if not isinstance(value, str):
+        raise SettingsError(f"{key} must be a string (a folder), got {value!r}")
+    return value
+
+
 OPTIONS: tuple[Option, ...] = (
     Option(
         "guard-functions",
@@ -324,6 +330,15 @@ OPTIONS: tuple[Option, ...] = (
         (),
         "More globs to skip, added to `exclude` (also when `--exclude` replaces it).",
         '["generated/*"]',
+    ),
+    Option(
+        "project-root",
+        _folder,
+        "",
+        "The folder whose files are the project every face judges a file with (relative to "
+        "the configuration file). Default: the nearest folder holding pyproject.toml, "
+        "setup.cfg or .git, else the current directory.",
+        '"src"',
     ),
     Option(
         "select",

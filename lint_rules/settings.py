@@ -62,6 +62,7 @@ class Settings:
     unsafe_fixes: bool = False
     exclude: tuple[str, ...] = ()
     extend_exclude: tuple[str, ...] = ()
+    project_root: str = ""
     select: tuple[str, ...] = ()
     extend_select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()

@@ -58,3 +58,59 @@ def _ours(obj: object) -> bool:
         return True
     code = getattr(obj, "__code__", None)  # a function (a bound method: its __func__)
     return code is not None and "lint_rules" in code.co_filename
+
+
+RUN_MODULES = {
+    "lint_rules.analysis.faces",
+    "lint_rules.analysis.filework",
+    "lint_rules.analysis.plan",
+    "lint_rules.analysis.records",
+    "lint_rules.analysis.reported",
+    "lint_rules.analysis.root",
+    "lint_rules.analysis.run",
+    "lint_rules.analysis.runindex",
+    "lint_rules.analysis.store",
+}
+"""The run over a project (the core's entry point for every face) and its records."""
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """Which modules of ``lint_rules`` each one imports, at its top or inside a function."""
+    package = Path(__file__).resolve().parent.parent / "lint_rules"
+    modules = {}
+    for path in package.rglob("*.py"):
+        name = ".".join(path.relative_to(package.parent).with_suffix("").parts)
+        modules[name.removesuffix(".__init__")] = path
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+    for name, path in modules.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                targets = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+            elif isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            else:
+                continue
+            graph[name].update(t for t in targets if t in modules and t != name)
+    return graph
+
+
+def _reaches(graph: dict[str, set[str]], start: str, goal: str) -> bool:
+    seen, todo = set(), [start]
+    while todo:
+        node = todo.pop()
+        if node == goal:
+            return True
+        if node not in seen:
+            seen.add(node)
+            todo.extend(graph[node])
+    return False
+
+
+def test_the_run_and_the_cli_import_no_cycle() -> None:
+    """No module of the CLI or of the run over a project is imported back by what it imports
+    (``running`` <-> ``crossfile`` <-> ``reporting`` was such a cycle)."""
+    graph = _import_graph()
+    ours = sorted(m for m in graph if m.startswith("lint_rules.cli") or m in RUN_MODULES)
+    assert "lint_rules.analysis.run" in ours
+    cycles = [m for m in ours if any(_reaches(graph, n, m) for n in graph[m])]
+    assert cycles == []

@@ -466,3 +466,93 @@ def test_megatron_core_0_8_0_fix_changes_nothing(tmp_path: Path) -> None:
         proc = _run([*_cli(), "fix", "megatron", "--isolated", *extra], tmp_path)
         assert proc.returncode == 0, proc.stderr
     assert snapshot(tmp_path) == before
+
+
+# --------------------------------------------------- one project, one verdict (issue 28)
+
+ONE_PROJECT: dict[str, tuple[str, set[int]]] = {
+    # corpus key: (the TE wrapper file, the lines of its sites every face reports)
+    "megatron-core-0.8.0": (CG, set()),  # re-armed every step (module.py:90): maintained
+    "megatron-core-0.10.0": (EXT, {220, 372, 904}),
+    "megatron-core-0.14.0": (EXT, {385, 573, 1199}),
+    "megatron-core-0.19.2": (EXT, set(MEGATRON_FIX_LINES)),
+}
+
+
+def _release(key: str) -> Path:
+    spec = ACCEPTANCE.get(key) or MEGATRON_CORE
+    assert key == f"{spec.name}-{spec.version}"
+    return _corpus(spec, spec.version)
+
+
+def _index_env(cache: Path) -> dict[str, str]:
+    return {**os.environ, "TE_MICROBATCH_LINT_CACHE_DIR": str(cache)}
+
+
+@pytest.mark.slow
+@pytest.mark.realcode
+@pytest.mark.parametrize("key", sorted(ONE_PROJECT))
+def test_flake8_and_check_file_judge_a_wrapper_with_its_project(key: str, tmp_path: Path) -> None:
+    """flake8 over ``megatron/core`` and ``check FILE`` on the wrapper file named alone give
+    the project's verdict: 0.8.0 nothing; later releases the three TE wrapper sites, each
+    with the FP8 condition of the re-arm in its evidence."""
+    root = _release(key)
+    wrapper, lines = ONE_PROJECT[key]
+    env = _index_env(tmp_path / "index")
+    proc = subprocess.run(
+        [sys.executable, "-m", "flake8", "--select", "TEM", "megatron/core"],
+        cwd=root, capture_output=True, text=True, timeout=1800, env=env,
+    )  # fmt: skip
+    found = [_LOCATION.match(line) for line in proc.stdout.splitlines()]
+    assert all(found), proc.stdout
+    assert {(os.path.normpath(m["path"]), int(m["line"])) for m in found if m} == {
+        (wrapper, line) for line in lines
+    }, proc.stdout + proc.stderr
+    assert all("self.config.fp8 is not None" in line for line in proc.stdout.splitlines())
+    for index in ("warm", "cold"):
+        if index == "cold":
+            env = _index_env(tmp_path / "cold")
+        done = subprocess.run(
+            [*_cli(), "check", "--output-format", "json", wrapper],
+            cwd=root, capture_output=True, text=True, timeout=1800, env=env,
+        )  # fmt: skip
+        rows = json.loads(done.stdout)
+        assert {r["line"] for r in rows} == lines, done.stderr
+        for row in rows:
+            assert row["verdict"] == "conditional"
+            assert any("self.config.fp8 is not None" in e["message"] for e in row["evidence"])
+
+
+@pytest.mark.slow
+@pytest.mark.realcode
+def test_pre_commit_on_one_staged_wrapper_file_gives_the_project_verdict(tmp_path: Path) -> None:
+    """``pre-commit run --files`` passes the one staged file; the hook judges it with the
+    repository it is in: the three wrapper sites, conditional on FP8."""
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    pytest.importorskip("pre_commit", reason="pre-commit is not installed (pip install .[test])")
+    repo = tmp_path / "repo"
+    shutil.copytree(_release("megatron-core-0.19.2") / "megatron", repo / "megatron")
+    (repo / ".pre-commit-config.yaml").write_text(
+        "repos:\n- repo: local\n  hooks:\n  - id: te-microbatch-lint\n"
+        "    name: te-microbatch-lint\n    entry: te-microbatch-lint check --force-exclude\n"
+        "    language: system\n    types: [python]\n    require_serial: true\n",
+        encoding="utf-8",
+    )
+    env = {
+        **_index_env(tmp_path / "index"),
+        "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
+        "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid",
+        "GIT_CONFIG_NOSYSTEM": "1", "HOME": str(tmp_path), "PRE_COMMIT_HOME": str(tmp_path / "pc"),
+        "PRE_COMMIT_COLOR": "never",
+        "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]]),
+    }  # fmt: skip
+    for command in (["git", "init", "-q"], ["git", "add", "-A"]):
+        assert subprocess.run(command, cwd=repo, env=env, timeout=120).returncode == 0
+    proc = subprocess.run(
+        [sys.executable, "-m", "pre_commit", "run", "--files", EXT],
+        cwd=repo, capture_output=True, text=True, timeout=1800, env=env,
+    )  # fmt: skip
+    found = {int(m["line"]) for m in map(_LOCATION.match, proc.stdout.splitlines()) if m}
+    assert found == MEGATRON_FIX_LINES, proc.stdout + proc.stderr
+    assert proc.returncode == 1

@@ -154,14 +154,16 @@ def test_a_check_that_writes_nothing_loads_no_writer(tmp_path: Path) -> None:
     (tmp_path / "model.py").write_text("def f(m, x):\n    return m(x, is_first_microbatch=True)\n")
     (tmp_path / "empty").mkdir()
     _, modules = _modules_after(tmp_path / "empty", "check", "--no-cache", ".")
-    assert not {"lint_rules.cli.cache", "lint_rules.analysis", "lint_rules.fileio"} & modules
+    assert (
+        not {"lint_rules.analysis.store", "lint_rules.analysis.core", "lint_rules.fileio"} & modules
+    )
     assert not {"tempfile", "random"} & modules
     cache = str(tmp_path / "cache")
     _, modules = _modules_after(tmp_path / "empty", "check", "--cache-dir", cache, ".")
-    assert not {"lint_rules.analysis", "lint_rules.fileio", "tempfile"} & modules
+    assert not {"lint_rules.analysis.core", "lint_rules.fileio", "tempfile"} & modules
     _, modules = _modules_after(tmp_path, "check", "--no-cache", "--jobs", "1", ".")
     assert "lint_rules.analysis.core" in modules  # the file was analysed
-    assert not {"lint_rules.cli.cache", "tempfile", "random", "libcst"} & modules
+    assert not {"lint_rules.analysis.store", "tempfile", "random", "libcst"} & modules
 
 
 def test_state_lines_are_the_lines_that_spell_a_state_word() -> None:

@@ -15,11 +15,15 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from lint_rules.analysis import prefilter
 from lint_rules.analysis.facts import collect, with_path
 from lint_rules.analysis.runfacts import RunFacts, last_name, re_arms
 from lint_rules.te import FLAG
+
+if TYPE_CHECKING:
+    from lint_rules.analysis.records import Outcome
 
 MAX_FILES = 64
 """A name spelled in more files than this is not followed there (a generic name such as
@@ -80,7 +84,7 @@ def gather(
 
 
 def gather_run(
-    run: RunFacts, outcomes: Sequence[object], active: Iterable[int], files: Sequence[str]
+    run: RunFacts, outcomes: Sequence[Outcome | None], active: Iterable[int], files: Sequence[str]
 ) -> None:
     """``gather`` for a CLI run: the keys the verdicts of its analysed files with findings read
     (``outcomes[p]`` for ``p`` in ``active``), the files it did not analyse. A file without a
@@ -90,8 +94,8 @@ def gather_run(
     keys = {
         k
         for p in places
-        if getattr(outcomes[p], "findings", None)
-        for k in (getattr(outcomes[p], "keys", None) or ())
+        if (outcome := outcomes[p]) is not None and outcome.findings and outcome.project
+        for k in outcome.project.keys
     }
     if not keys:
         return
@@ -106,10 +110,11 @@ def gather_run(
             return None
 
     def raw(path: str) -> bytes | None:
-        try:
-            with open(path, "rb") as file:
-                return file.read()
-        except OSError:
+        from lint_rules.fileio import SourceError, read_regular
+
+        try:  # never a FIFO (it could block) or a device
+            return read_regular(path)
+        except SourceError:
             return None
 
     gather(run, keys, rest, read, raw)

@@ -49,6 +49,11 @@ def show_settings(config: Configuration, path: str) -> int:
         f"reported = {_toml(reported)}  # select, extend-select, ignore, extend-ignore"
         + (", per-file-ignores" if settings.file_ignored else "")
     )
+    from lint_rules.analysis.root import NO_ROOT, root_of
+
+    root = root_of(path, settings)
+    shown = f"{root.path}  ({root.reason})" if root else NO_ROOT
+    print(f"# project root: {shown}")
     return EXIT_CLEAN
 
 

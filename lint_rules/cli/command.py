@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, TextIO
 
+from lint_rules.cli.cpus import CpuSample
 from lint_rules.cli.discovery import Discovery, _forced_out, discover
 from lint_rules.cli.formats import (
     PLAIN,
@@ -40,6 +41,7 @@ from lint_rules.cli.running import (
     check_file,
     fix_file,
     fixed_count,
+    parse_files,
     plan_files,
     pool_size,
     run_plan,
@@ -81,18 +83,27 @@ def _outcomes(
     files: Sequence[str],
     cache: object = None,
 ) -> Iterable[Outcome]:
-    """Every file's outcome, in order, as each finishes; progress drawn on the way. Over
-    several files, TE subclasses and factories resolve across them (``crossfile``): the
-    outcomes then come once every file is analysed."""
+    """Every file's outcome, in order, as each finishes; progress drawn on the way. Each
+    file is judged with its whole project (``analysis.faces``), whichever files were named;
+    with ``--isolated``, the files named are the project (a folder, or several files)."""
+    if not args.isolated:
+        from lint_rules.cli.project import judged
+
+        yield from judged(args, config, work, job, files, cache, lambda n: _progress(args, n))
+        return
     progress = _progress(args, len(files))
     # A folder is a project, even with one file in it: nothing else can re-arm its flags.
     crossfile = len(files) > 1 or (bool(files) and any(os.path.isdir(p) for p in args.paths))
-    plan = plan_files(job, files, config.settings_of, cache, progress.advance, crossfile)
+    plan = plan_files(
+        job, files, config.settings_of, cache, progress.advance, crossfile, CpuSample.now()
+    )
     workers = pool_size(plan, args.jobs)
     if crossfile:
-        from lint_rules.cli.crossfile import run_crossfile
+        from lint_rules.analysis.run import run_crossfile
 
-        stream = run_crossfile(work, job, plan, workers, args.paths, progress.advance)
+        stream = run_crossfile(
+            work, job, plan, workers, args.paths, progress.advance, parse=parse_files
+        )
     else:
         stream = run_plan(work, job, plan, workers)
     try:
@@ -177,7 +188,7 @@ def run_check(args: argparse.Namespace, config: Configuration, discovery: Discov
     job = Job(disable_noqa=args.disable_noqa, mode="check")
     cache = None
     if not args.no_cache:  # --no-cache: the cache module is not even imported
-        from lint_rules.cli.cache import open_cache
+        from lint_rules.analysis.store import open_cache
 
         cache = open_cache(args.no_cache, args.cache_dir)
     adding = getattr(args, "add_noqa", False)
@@ -393,9 +404,14 @@ def run_stdin(args: argparse.Namespace, config: Configuration) -> int:
         _report([(shown, error.reason)])
         return EXIT_ERROR
     settings = config.settings_of(args.stdin_filename or os.path.join(os.getcwd(), "stdin.py"))
+    from lint_rules.cli.project import stdin_project
+
+    project, alone = stdin_project(args, config)
     if not fixing:
         job = Job(disable_noqa=args.disable_noqa, mode="check")
-        outcome = check_file(job, shown, settings, source)
+        outcome = check_file(job, shown, settings, source, project)
+        if alone and outcome.findings and not args.quiet:
+            _report([(shown, alone)], "note")
         findings = [f for f in outcome.findings if settings.reports(f.code)]
         problems = [_problem(outcome)] if outcome.error else []
         with _output(args, [args.stdin_filename] if args.stdin_filename else []) as out:
@@ -405,7 +421,7 @@ def run_stdin(args: argparse.Namespace, config: Configuration) -> int:
         return _check_status(args, findings, problems)  # no hint: an editor's buffer
     mode = "diff" if args.diff else "verify" if args.check else "stdout"
     job = Job(disable_noqa=args.disable_noqa, mode=mode)
-    outcome = fix_file(job, shown, settings, source)
+    outcome = fix_file(job, shown, settings, source, project)
     if echo:
         text = outcome.new_text if outcome.new_text is not None else source.text
         sys.stdout.buffer.write(text.encode(source.encoding))

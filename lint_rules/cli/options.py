@@ -317,6 +317,7 @@ def configure(args: argparse.Namespace) -> Configuration:
         per_file_ignores=args.per_file_ignores,
         extend_per_file_ignores=args.extend_per_file_ignores,
         docs_url=args.docs_url,
+        project_root=args.project_root,
         select=getattr(args, "select", None),
         extend_select=getattr(args, "extend_select", None),
         ignore=getattr(args, "ignore", None),

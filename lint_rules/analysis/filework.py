@@ -1,0 +1,119 @@
+"""Judging one file into an ``Outcome`` (``records``): what a worker process runs for ``check``.
+
+``check_file`` reads, analyses and reports one file (with its project's view,
+``analysis.Project``, or alone); ``rejudge_file`` judges a kept first analysis again once the
+run's lifecycle facts are known. Any failure on one file becomes that file's error
+(``guarded``), so that a run over many files goes on.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable
+
+from lint_rules.analysis.records import Indexed, Job, Outcome, content_digest
+from lint_rules.settings import Settings
+
+Work = Callable[..., Outcome]
+"""``work(job, path, settings, source=None, project=None)``."""
+
+
+def syntax_outcome(path: str, error: SyntaxError, digest: str = "") -> Outcome:
+    where = f" (line {error.lineno}, column {error.offset})" if error.lineno else ""
+    return Outcome(
+        path,
+        error=f"cannot parse: {error.msg}{where}",
+        error_line=error.lineno or None,
+        error_column=error.offset or None,
+        digest=digest,
+        cacheable=bool(digest),
+    )
+
+
+def guarded(work: Work) -> Work:
+    """Turn any failure on one file into that file's error, so that the run goes on."""
+
+    @functools.wraps(work)
+    def run(
+        job: Job, path: str, settings: Settings, source: Any = None, project: Any = None
+    ) -> Outcome:
+        from lint_rules.fileio import SourceError
+
+        try:
+            return work(job, path, settings, source, project)
+        except SourceError as error:
+            return Outcome(path, error=error.reason)
+        except SyntaxError as error:
+            return syntax_outcome(path, error)
+        except Exception as error:  # a core bug on one file must not hide the others
+            kind = type(error).__name__
+            return Outcome(path, error=f"internal error: {kind}: {error} (please report this)")
+
+    return run
+
+
+@guarded
+def check_file(
+    job: Job, path: str, settings: Settings, source: Any = None, project: Any = None
+) -> Outcome:
+    """Findings for one file, ``# noqa`` applied (``source``: already read, or None;
+    ``project``: the other files of the run, ``analysis.Project``, or None)."""
+    from lint_rules.analysis import analyze_source
+    from lint_rules.fileio import read_source
+
+    source = source or read_source(path)
+    try:
+        findings = analyze_source(source.text, settings, project=project)
+    except SyntaxError as error:
+        return syntax_outcome(path, error, content_digest(settings, job.disable_noqa, source.raw))
+    if project is not None and project.kept is not None:
+        project.source = source  # to be judged again (``run.rejudged``)
+    return checked(job, path, settings, source, findings, project)
+
+
+@guarded
+def rejudge_file(
+    job: Job, path: str, settings: Settings, source: Any = None, project: Any = None
+) -> Outcome:
+    """``check_file`` again, for a file whose first analysis the run kept (``project.kept``)
+    now that the run's lifecycle facts are known (``project.lifecycle``): its calls are
+    judged again; nothing is read, parsed, walked or resolved again."""
+    from lint_rules.analysis import rejudge
+
+    findings = rejudge(project)
+    return checked(job, path, settings, project.source, findings, project)
+
+
+def checked(
+    job: Job, path: str, settings: Settings, source: Any, findings: Any, project: Any
+) -> Outcome:
+    """A file's outcome from its findings: ``# noqa`` applied, and what it tells the run."""
+    from lint_rules.analysis.reported import reported_findings
+    from lint_rules.noqa import filter_noqa
+
+    digest = content_digest(settings, job.disable_noqa, source.raw)
+    if findings:
+        findings, _ = filter_noqa(findings, source.text, job.disable_noqa)
+        from lint_rules.cli.fixcount import only_applicable_fixes
+
+        findings = only_applicable_fixes(source.text, findings, job.disable_noqa)
+    reported = reported_findings(path, source.text, findings)
+    found = found_in(project) if project is not None else None
+    return Outcome(path, findings=reported, digest=digest, cacheable=True, project=found)
+
+
+def found_in(project: Any) -> Indexed:
+    """What a file analysed with ``project`` (``analysis.Project``) tells its run."""
+    from lint_rules.analysis.runfacts import lifecycle_digest
+    from lint_rules.analysis.runindex import used_digest
+
+    names = tuple(sorted(project.names))
+    return Indexed(
+        exports=tuple(sorted(project.exports.items())),
+        names=names,
+        used=used_digest(names, project.index, sorted(project.index)),
+        life=lifecycle_digest(project.keys, project.lifecycle),
+        package=project.package,
+        facts=project.facts,
+        keys=project.keys,
+    )

@@ -1,0 +1,131 @@
+"""The first pass of a run over files: read each one, apply the core's byte prefilter
+(``analysis.mentions_flag``) and the result cache; what remains must be parsed (``Plan``)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from lint_rules.analysis.records import Job, Outcome, bytes_digest, keyed_digest
+from lint_rules.settings import Settings
+
+
+class Known(NamedTuple):
+    """What the first pass learns of a file's bytes (the project index keeps it by the
+    file's stat, so that an unchanged file is not read again): the prefilter's answers
+    (``prefilter``), the digest of its bytes and their size."""
+
+    flag: bool
+    reexport: bool
+    state: bool
+    te: bool
+    digest: str
+    size: int
+
+
+@dataclass
+class Plan:
+    """The first pass: each file either done (an Outcome) or to parse (None)."""
+
+    files: list[str]
+    done: list[Outcome | None]
+    to_parse: list[tuple[str, Settings]]
+    bytes_to_parse: int
+    passed: list[tuple[int, Settings]] = field(default_factory=list)
+    """Every file that passed the prefilter (parsed now or found in the cache): its place."""
+    deferred: list[tuple[int, Settings]] = field(default_factory=list)
+    """Packages' ``__init__.py`` that fail the prefilter but import, and share no lifecycle
+    fact (a run over several files): read for the index only if a file of the run imports
+    from them (``analysis.run``)."""
+    te_importers: set[int] = field(default_factory=set)
+    """The places of the files to parse whose text imports TE (``analysis.run`` analyses
+    them first)."""
+    started: Any = None
+    """The machine's CPU time when the first pass began (``default_cpus``)."""
+
+
+def plan_files(
+    job: Job,
+    files: Sequence[str],
+    settings_of: Callable[[str], Settings],
+    cache: Any = None,
+    on_done: Callable[[], None] | None = None,
+    crossfile: bool = False,
+    started: Any = None,
+) -> Plan:
+    """Read every file, apply the prefilter and the cache; what remains must be parsed.
+
+    ``on_done`` is called for each file finished here (the progress bar counts it). A cached
+    result that used the index of a run over several files serves only such a run
+    (``crossfile``), which checks that the index still answers the same (``analysis.run``)."""
+    if not files:  # nothing to read: neither the prefilter nor the reader is imported
+        return Plan([], [], [], 0, started=started)
+    from lint_rules.analysis import mentions_flag
+    from lint_rules.analysis.prefilter import imports_te, mentions_state
+    from lint_rules.fileio import SourceError, read_source
+
+    done: list[Outcome | None] = []
+    to_parse: list[tuple[str, Settings]] = []
+    passed: list[tuple[int, Settings]] = []
+    deferred: list[tuple[int, Settings]] = []
+    te_importers: set[int] = set()
+    size = 0
+    indexed = cache is not None and (job.mode == "check" or crossfile)
+    for path in files:
+        outcome = None
+        known = cache.known(path) if indexed and job.mode != "stdout" else None
+        if known is None:
+            try:
+                source = read_source(path)
+            except SourceError as error:
+                done.append(Outcome(path, error=error.reason))
+                if on_done is not None:
+                    on_done()
+                continue
+            text = source.text
+            known = Known(
+                mentions_flag(text),
+                _may_reexport(path, text),
+                mentions_state(text),
+                imports_te(text),
+                bytes_digest(source.raw),
+                len(source.raw),
+            )
+            if indexed:
+                cache.remember(path, source.identity, known)
+            new_text = source.text if job.mode == "stdout" else None
+        else:
+            new_text = None
+        relevant = known.flag
+        if not relevant and not (crossfile and known.reexport):
+            outcome = Outcome(path, new_text=new_text)
+        else:
+            settings = settings_of(path)
+            if indexed:
+                outcome = cache.get(keyed_digest(known.digest, settings, job.disable_noqa), path)
+                # a file judged alone is served only a result judged alone, a file of a
+                # project only one judged with its project
+                if outcome is not None and outcome.error is None and outcome.indexed != crossfile:
+                    outcome = None
+            if outcome is None and not relevant and not known.state:
+                deferred.append((len(done), settings))
+            else:
+                passed.append((len(done), settings))
+            if outcome is None and relevant:
+                to_parse.append((path, settings))
+                size += known.size
+                if crossfile and known.te:
+                    te_importers.add(len(done))
+        done.append(outcome)
+        if outcome is not None and on_done is not None:
+            on_done()
+    return Plan(list(files), done, to_parse, size, passed, deferred, te_importers, started)
+
+
+def _may_reexport(path: str, text: str) -> bool:
+    """A package's ``__init__.py`` that imports: in a run over several files it is analysed
+    too, so that what it re-exports from the run's modules (``from .layers import MyLinear``)
+    resolves where it is imported from the package."""
+    return os.path.basename(path) == "__init__.py" and "import" in text

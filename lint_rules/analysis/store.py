@@ -1,0 +1,350 @@
+"""The project index and result cache every face shares: findings of parsed files, keyed by
+content, like ruff's, and each file's prefilter answers, keyed by its stat.
+
+A file that passes the byte prefilter is parsed once per content: its findings (after
+``# noqa``), what it tells its project (``records.Indexed``) or its syntax error are stored
+under a hash of its bytes, its settings and ``--disable-noqa`` (``records.content_digest``).
+Beside them, each file read is recorded by its stat (device, inode, size, modification time):
+an unchanged file is not read again (``plan.Known``); a file modified in the last two seconds
+is not recorded (a write within the same clock tick could keep size and time). A result judged
+alone serves only a file judged alone, one judged with its project only a file of a project,
+whose run then checks that what it read of the other files is unchanged (``analysis.run``).
+All is in one JSON file per version of the linter's own code and per working directory,
+``<cache dir>/<version>-<code hash>/<cwd hash>.json``, written whole and atomically (a
+temporary file renamed): processes sharing it (flake8 ``-j``, two pre-commit runs) never
+read a torn file; the last writer wins and the others' entries are only recomputed. The code
+hash covers the size and mtime of every module of ``lint_rules``, so an edited or upgraded
+linter never reads old results. Paths are not part of the key: a moved or copied file hits
+too, its evidence named after it. Entries not used for 30 days are dropped when the file is
+written. The directory is ``--cache-dir``, else ``$TE_MICROBATCH_LINT_CACHE_DIR``, else
+``te-microbatch-lint`` in the user's cache directory (``platformdirs``: ``$XDG_CACHE_HOME`` or
+``~/.cache`` on Linux), so nothing is written into the project; it holds a ``CACHEDIR.TAG``.
+``--no-cache`` turns it off. A cache that cannot be read or written is ignored (the run is just
+not faster).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import stat
+import sys
+import time
+from dataclasses import astuple, fields
+from typing import Any
+
+try:  # the module behind hashlib.blake2b, without loading OpenSSL (a few ms at start-up)
+    from _blake2 import blake2b
+except ImportError:  # pragma: no cover - other Pythons
+    from hashlib import blake2b
+
+from lint_rules import __version__
+from lint_rules.analysis.records import Indexed, Outcome, Reported
+
+ENV_DIR = "TE_MICROBATCH_LINT_CACHE_DIR"
+MAX_AGE_S = 30 * 24 * 3600
+_FIELDS = [f.name for f in fields(Reported) if f.name != "path"]
+_TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# te-microbatch-lint result cache\n"
+
+
+def code_hash() -> str:
+    """The linter's own code, by module sizes and mtimes (cheap: a stat per module)."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    # The interpreter too: one checkout installed in two Pythons must not share results (a
+    # file one of them cannot parse).
+    digest = blake2b(f"{__version__} {sys.version}".encode(), digest_size=8)
+    for folder, dirs, names in sorted(os.walk(root)):
+        dirs.sort()
+        for name in sorted(names):
+            if name.endswith(".py"):
+                info = os.stat(os.path.join(folder, name))
+                digest.update(f"{folder}/{name}:{info.st_size}:{info.st_mtime_ns};".encode())
+    return digest.hexdigest()
+
+
+def _row(path: str, row: list[Any]) -> Reported:
+    values = dict(zip(_FIELDS, row))
+    for key in ("evidence", "edits"):  # JSON gave lists back: the dataclass holds tuples
+        values[key] = tuple(tuple(step) for step in values.get(key, ()))
+    values["evidence"] = tuple((str(step[0]) or path, *step[1:]) for step in values["evidence"])
+    return Reported(path, **values)
+
+
+def _stored(path: str, finding: Reported) -> list[Any]:
+    """A finding as an entry holds it: its own file's steps of evidence without the path."""
+    row = list(astuple(finding))[1:]
+    at = _FIELDS.index("evidence")
+    row[at] = [["" if step[0] == path else step[0], *step[1:]] for step in finding.evidence]
+    return row
+
+
+def _indexed(raw: list[Any]) -> Indexed:
+    exports, names, used, life, package, facts, keys = raw
+    return Indexed(
+        exports=tuple((str(row[0]), _export(row[1:])) for row in exports),
+        names=tuple(map(str, names)),
+        used=str(used),
+        life=str(life),
+        package=None if package is None else str(package),
+        facts=None if facts is None else _facts(facts),
+        keys=tuple(map(str, keys)),
+    )
+
+
+def _export(row: list[Any]) -> Any:
+    """An ``analysis.Export`` (imported here: a run that hits no entry never loads the core)."""
+    from lint_rules.analysis.exports import Export
+
+    return Export(*row)
+
+
+ENTRY_FIELDS = 4
+"""An entry: when, error, findings, project (None: judged alone; else ``Indexed``'s fields:
+exports, names, used, life, package, facts, keys). A finding's evidence in its own file is
+stored without its path ("") and read back with the path of the file served: a renamed or
+copied file's evidence names that file."""
+
+
+STATS = "@stat"
+"""The key of the project index by file (``ResultCache.stats``) in the cache file."""
+
+STAT_FIELDS = 12
+RACY_S = 2.0
+
+
+class ResultCache:
+    """Lookups during the run, one write at its end (atomic: a temporary file renamed)."""
+
+    def __init__(self, directory: str) -> None:
+        self.root = directory
+        self.directory = os.path.join(directory, f"{__version__}-{code_hash()}")
+        cwd = blake2b(os.path.realpath(os.getcwd()).encode(), digest_size=8).hexdigest()
+        self.path = os.path.join(self.directory, f"{cwd}.json")
+        self.entries: dict[str, list[Any]] = {}
+        self.stats: dict[str, list[Any]] = {}
+        """The project index by file: ``abspath -> [dev, ino, size, mtime_ns, gates, *Known,
+        when]``; a file whose stat still matches is not read again (``plan.Known``)."""
+        self.dirty = False
+        self.now = int(time.time())
+        loaded = _load(self.path)
+        if isinstance(loaded, dict):
+            stats = loaded.pop(STATS, None)
+            self.entries = loaded
+            if isinstance(stats, dict):
+                self.stats = stats
+
+    def known(self, path: str) -> Any:
+        """What the index knows of the bytes of the file at ``path`` (``plan.Known``), when
+        its stat (device, inode, size, modification time) is the one recorded; else None."""
+        record = self.stats.get(os.path.abspath(path))
+        if not isinstance(record, list) or len(record) != STAT_FIELDS:
+            return None
+        try:
+            info = os.stat(path)
+        except OSError:
+            return None
+        from lint_rules.analysis import prefilter
+
+        same = record[:5] == [
+            info.st_dev,
+            info.st_ino,
+            info.st_size,
+            info.st_mtime_ns,
+            prefilter.GATES,
+        ]
+        if not same or not stat.S_ISREG(info.st_mode):
+            return None
+        from lint_rules.analysis.plan import Known
+
+        try:
+            flag, reexport, state, te, digest, size = record[5:11]
+            known = Known(bool(flag), bool(reexport), bool(state), bool(te), str(digest), int(size))
+        except (TypeError, ValueError):
+            return None
+        if self.now - record[11] > 86400:
+            record[11] = self.now
+            self.dirty = True
+        return known
+
+    def remember(self, path: str, identity: Any, known: Any) -> None:
+        """Record what was read of a file under its stat (``identity``: the ``fileio``
+        identity of the bytes read). A file modified in the last ``RACY_S`` seconds is not
+        recorded: a write within the same clock tick could keep its size and time."""
+        if identity is None or identity[3] < 0:
+            return
+        if identity[3] > (time.time() - RACY_S) * 1e9:
+            return
+        from lint_rules.analysis import prefilter
+
+        self.stats[os.path.abspath(path)] = [*identity, prefilter.GATES, *known, self.now]
+        self.dirty = True
+
+    def get(self, digest: str, path: str) -> Outcome | None:
+        entry = self.entries.get(digest)
+        if not isinstance(entry, list) or len(entry) != ENTRY_FIELDS:
+            return None
+        when, error, rows, project = entry
+        if not _is_time(when):
+            return None
+        try:
+            if error is not None:
+                message, line, column = error
+                if not (isinstance(message, str) and _optional_int(line, column)):
+                    return None
+                return Outcome(path, error=message, error_line=line, error_column=column)
+            if not all(_row_ok(row) for row in rows):
+                return None
+            found = tuple(_row(path, row) for row in rows)
+            indexed = None if project is None else _indexed(project)
+        except (TypeError, IndexError, ValueError, AttributeError, RecursionError):
+            return None
+        if self.now - when > 86400:
+            entry[0] = self.now
+            self.dirty = True
+        return Outcome(path, findings=found, project=indexed)
+
+    def put(self, outcome: Outcome) -> None:
+        if not (outcome.cacheable and outcome.digest):
+            return
+        error = None
+        if outcome.error is not None:
+            error = [outcome.error, outcome.error_line, outcome.error_column]
+        rows = [_stored(outcome.path, f) for f in outcome.findings]
+        project = None
+        if outcome.project is not None:
+            found = outcome.project
+            exports = [[name, *export] for name, export in found.exports]
+            project = [exports, list(found.names), found.used, found.life, found.package]
+            project += [found.facts, list(found.keys)]
+        entry = [self.now, error, rows, project]
+        old = self.entries.get(outcome.digest)
+        if isinstance(old, list) and old[1:] == _plain(entry)[1:]:
+            return  # known already (as JSON gave it back): nothing to write
+        self.entries[outcome.digest] = _plain(entry)
+        self.dirty = True
+
+    def save(self) -> None:
+        if not self.dirty:
+            return
+        oldest = self.now - MAX_AGE_S
+        kept: dict[str, Any] = {
+            k: v
+            for k, v in self.entries.items()
+            if isinstance(v, list) and len(v) == ENTRY_FIELDS and _is_time(v[0]) and v[0] >= oldest
+        }
+        kept[STATS] = {
+            k: v
+            for k, v in self.stats.items()
+            if isinstance(v, list) and len(v) == STAT_FIELDS and _is_time(v[-1]) and v[-1] >= oldest
+        }
+        import tempfile
+
+        with contextlib.suppress(OSError, ValueError, TypeError, RecursionError):
+            self._prepare()
+            fd, temp = tempfile.mkstemp(dir=self.directory, prefix=".", suffix=".tmp")
+            try:
+                with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                    json.dump(kept, handle, separators=(",", ":"))
+                os.replace(temp, self.path)
+                self.dirty = False
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(temp)
+                raise
+
+    def _prepare(self) -> None:
+        os.makedirs(self.directory, exist_ok=True)
+        for name, text in ((".gitignore", "*\n"), ("CACHEDIR.TAG", _TAG)):
+            target = os.path.join(self.root, name)
+            if os.path.lexists(target):
+                continue
+            # never through a symlink (a dangling one would create its target elsewhere)
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+            with contextlib.suppress(FileExistsError):
+                fd = os.open(target, flags, 0o644)
+                with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                    handle.write(text)
+
+
+MAX_BYTES = 1 << 28
+"""A cache file larger than this is not read (it is not one this tool wrote)."""
+
+
+_TYPES: dict[str, type | tuple[type, ...]] = {
+    "code": str, "message": str, "line": int, "column": int, "end_line": int,
+    "end_column": int, "char_column": int, "end_char_column": int, "fixable": bool,
+    "applicability": (str, type(None)), "fingerprint": str, "verdict": str, "evidence": list,
+}  # fmt: skip
+
+
+def _row_ok(row: Any) -> bool:
+    """A stored finding with the fields and types of ``Reported`` (ints are not bools)."""
+    return (
+        isinstance(row, list)
+        and len(row) == len(_FIELDS)
+        and all(
+            isinstance(value, _TYPES.get(name, object))
+            and (name == "fixable" or not isinstance(value, bool))
+            for name, value in zip(_FIELDS, row)
+        )
+    )
+
+
+def _optional_int(*values: Any) -> bool:
+    return all(v is None or (isinstance(v, int) and not isinstance(v, bool)) for v in values)
+
+
+def _is_time(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _load(path: str) -> Any:
+    """The JSON at ``path``, or None for anything but a readable regular file (never a
+    symlink, FIFO or device: reading one could block or never end) holding valid JSON."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_BYTES:
+            return None
+        with os.fdopen(fd, "rb") as handle:
+            fd = -1
+            return json.loads(handle.read())
+    except (OSError, ValueError, RecursionError):
+        return None
+    finally:
+        if fd >= 0:
+            os.close(fd)
+
+
+def default_directory() -> str:
+    """``te-microbatch-lint`` in the user's cache directory, as ``platformdirs`` knows it for
+    each OS (``$XDG_CACHE_HOME`` or ``~/.cache`` on Linux, ``~/Library/Caches`` on macOS,
+    ``%LOCALAPPDATA%`` on Windows)."""
+    import platformdirs
+
+    return platformdirs.user_cache_dir("te-microbatch-lint", appauthor=False)
+
+
+def open_cache(no_cache: bool, directory: str | None) -> ResultCache | None:
+    if no_cache:
+        return None
+    return ResultCache(directory or os.environ.get(ENV_DIR) or default_directory())
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as JSON gives it back (tuples become lists)."""
+    if isinstance(value, (list, tuple)):
+        return [_plain(item) for item in value]
+    return value
+
+
+def _facts(raw: list[Any]) -> Any:
+    """``FileFacts`` from its JSON form (lists for tuples)."""
+    from lint_rules.analysis.facts import from_json
+
+    return from_json(raw)
