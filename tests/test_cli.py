@@ -198,7 +198,7 @@ def test_colour_follows_no_color_force_color_and_the_flag(
 
 def test_text_output_matches_flake8_plugin(tree: Path) -> None:
     flake8 = subprocess.run(
-        [sys.executable, "-m", "flake8", "--select", "TEM", "--isolated", "pkg"],
+        [sys.executable, "-m", "flake8", "--select", "TEM", "pkg"],
         cwd=tree,
         capture_output=True,
         text=True,

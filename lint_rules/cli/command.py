@@ -239,7 +239,7 @@ def _write_report(
     applies: Callable[[Any], bool],
     config: Configuration,
 ) -> None:
-    from lint_rules.cli import ciformats
+    import lint_rules.cli.ciformats as ciformats
 
     def url_of(finding: Any) -> str | None:
         return rule_url(finding.code, config.settings_of(finding.path).docs_url)
