@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING
 from lint_rules.analysis.exports import Export
 from lint_rules.analysis.facts import EMPTY, FileFacts
 from lint_rules.analysis.kinds import NOT_TE, UNKNOWN, Kind, Tag
+from lint_rules.analysis.nodes import statements
 from lint_rules.analysis.runfacts import RunFacts
-from lint_rules.analysis.symbols import statements
 from lint_rules.te import TE_ROOT
 
 if TYPE_CHECKING:

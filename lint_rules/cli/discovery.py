@@ -293,7 +293,7 @@ def _walk(
     top = os.path.realpath(root)
     stack: list[tuple[Iterator[os.DirEntry[str]], list[_IgnoreFile], str]] = []
 
-    def enter(folder: str, specs: list[_IgnoreFile]) -> None:
+    def enter(folder: str, specs: list[_IgnoreFile], real: str | None = None) -> None:
         try:
             with os.scandir(folder) as scan:
                 entries = sorted(scan, key=lambda entry: entry.name)
@@ -304,7 +304,7 @@ def _walk(
             names = {entry.name for entry in entries if entry.name in IGNORE_FILES}
             if names:
                 specs = [*_ignore_files_in(os.path.abspath(folder), sorted(names)), *specs]
-        stack.append((iter(entries), specs, os.path.realpath(folder)))
+        stack.append((iter(entries), specs, real or os.path.realpath(folder)))
 
     enter(root, inherited)
     while stack:
@@ -324,8 +324,8 @@ def _walk(
         if is_dir:
             if _skipped_dir(entry.name) or _excluded(path, patterns, is_dir=True):
                 continue
-            if not (specs and _ignored(path, True, specs)):
-                enter(path, specs)
+            if not (specs and _ignored(path, True, specs)):  # not a symlink: its real path is
+                enter(path, specs, os.path.join(real, entry.name))  # known without a lstat
         elif is_file and entry.name.endswith(SOURCE_SUFFIXES):
             if _excluded(path, patterns) or (specs and _ignored(path, False, specs)):
                 continue

@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from lint_rules.cli.running import Reported
+TYPE_CHECKING = False  # ``running`` (the per-file machinery) is not loaded for its type
+if TYPE_CHECKING:
+    from lint_rules.cli.running import Reported
 
 PROG = "te-microbatch-lint"
 
@@ -117,7 +119,7 @@ def format_text(findings: Sequence[Reported], style: Style = PLAIN, concise: boo
     return "".join(out)
 
 
-FixApplies = Callable[[Reported], bool]
+FixApplies = Callable[["Reported"], bool]
 """Whether ``fix`` (as configured for that finding's file) would apply a finding's fix."""
 
 
