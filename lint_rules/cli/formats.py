@@ -156,7 +156,7 @@ def rule_url(code: str | None, docs_url: str) -> str | None:
     return f"{docs_url}#{rule.anchor}" if rule and docs_url else None
 
 
-UrlOf = Callable[[Reported], "str | None"]
+UrlOf = Callable[["Reported"], "str | None"]
 """A finding's rule URL, from the ``docs-url`` of its file's settings."""
 
 
