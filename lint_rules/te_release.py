@@ -119,11 +119,31 @@ def _is_project(folder: str) -> bool:
     return bool(glob.glob(os.path.join(glob.escape(folder), "requirements*.txt")))
 
 
+def _own_release(folder: str) -> Inferred | None:
+    """TE's own source tree (TransformerEngine and its forks, such as ROCm's) pins no TE: it
+    says its release in ``build_tools/VERSION.txt`` beside the ``transformer_engine`` package."""
+    path = os.path.join(folder, "build_tools", "VERSION.txt")
+    if not os.path.isdir(os.path.join(folder, "transformer_engine")) or not os.path.isfile(path):
+        return None
+    try:
+        with open(path, encoding="utf-8", errors="replace") as file:
+            text = file.read(200).strip()
+    except OSError:
+        return None
+    release = parse_release(text.split("+", 1)[0].split("dev", 1)[0].rstrip("."))
+    if release is None:
+        return None
+    return Inferred(f"{release[0]}.{release[1]}", f"inferred from {path} (TE's own release)")
+
+
 @functools.lru_cache(maxsize=1024)
 def infer(folder: str) -> Inferred:
     """The TE release the project holding ``folder`` pins (the nearest project above it)."""
     current = os.path.abspath(folder)
     while True:
+        own = _own_release(current)
+        if own is not None:
+            return own
         if _is_project(current):
             for requirement, path in _requirements(current):
                 match = _TE_REQUIREMENT.match(requirement)

@@ -136,6 +136,22 @@ def test_a_bad_release_is_a_usage_error(tmp_path: Path) -> None:
     assert "te-version must be a TE release" in err.getvalue()
 
 
+@pytest.mark.parametrize(("text", "release"), [("1.9.0\n", "1.9"), ("2.5.0.dev0", "2.5")])
+def test_te_source_tree_knows_its_own_release(tmp_path: Path, text: str, release: str) -> None:
+    """TransformerEngine's own tree (or a fork's) pins no TE; its ``build_tools/VERSION.txt``
+    says which release its tests and examples run against."""
+    (tmp_path / "build_tools").mkdir()
+    (tmp_path / "build_tools" / "VERSION.txt").write_text(text)
+    (tmp_path / "transformer_engine").mkdir()
+    (tmp_path / "setup.py").write_text("")
+    (tmp_path / "tests").mkdir()
+    inferred = infer(str(tmp_path / "tests"))
+    assert inferred.version == release and "TE's own release" in inferred.source
+    (tmp_path / "transformer_engine").rmdir()  # a VERSION.txt alone is not TE's tree
+    infer.cache_clear()
+    assert infer(str(tmp_path / "tests")).version == ""
+
+
 def test_nothing_pinned_means_the_newest(tmp_path: Path) -> None:
     (tmp_path / "requirements.txt").write_text("torch\n")
     inferred = infer(str(tmp_path))
