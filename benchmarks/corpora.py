@@ -3,10 +3,12 @@
 The corpora are never committed: each wheel is downloaded once with ``pip download`` (the
 ordinary registry client, honouring the user's pip configuration), unpacked into
 ``<cache>/corpora/<name>-<version>/`` and reused. ``<cache>`` is ``$TE_LINT_CACHE`` or
-``.cache/`` under the repository root (git-ignored).
+``benchmarks`` in the linter's user cache directory, never inside this repository
+(``cache_root``).
 
 Importable from the test-suite (``from benchmarks.corpora import ...`` with the repository
-root on ``sys.path``) and from ``benchmarks/run.py``. Standard library only.
+root on ``sys.path``) and from ``benchmarks/run.py``. Standard library, and ``platformdirs``
+(a dependency of the linter).
 """
 
 from __future__ import annotations
@@ -90,9 +92,15 @@ class CorpusUnavailable(RuntimeError):
 
 
 def cache_root() -> Path:
-    """``$TE_LINT_CACHE`` if set, else ``<repo>/.cache``."""
+    """``$TE_LINT_CACHE`` if set, else ``benchmarks`` in the linter's user cache directory
+    (``platformdirs``). Never inside this repository: a corpus there would be a file of this
+    project, which every face judges with this project's settings and excludes."""
     env = os.environ.get(CACHE_ENV)
-    return Path(env).expanduser().resolve() if env else REPO_ROOT / ".cache"
+    if env:
+        return Path(env).expanduser().resolve()
+    import platformdirs
+
+    return Path(platformdirs.user_cache_dir("te-microbatch-lint", appauthor=False)) / "benchmarks"
 
 
 def corpus_dir(spec: CorpusSpec, cache: Path | None = None) -> Path:

@@ -8,7 +8,7 @@
 Every tool runs in the same process tree, interleaved repeat by repeat (the order rotates),
 so ratios within one run are meaningful even on a busy machine; the table shows medians.
 Corpora (megatron-core 0.19.2, transformer-engine 2.20.2 wheels) and synthetic trees are
-cached under ``$TE_LINT_CACHE`` or ``.cache/`` (git-ignored). Results go to
+cached under ``$TE_LINT_CACHE`` or the user cache directory (``corpora.cache_root``). Results go to
 ``benchmarks/results/*.json`` (git-ignored); the scaling plot to ``docs/scaling.png``.
 """
 
@@ -451,7 +451,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--jobs-max", type=int, default=os.cpu_count() or 1,
                    help="the N of `check -jN` (default: all cores)")
     p.add_argument("--timeout", type=float, default=1200.0, help="per command, seconds")
-    p.add_argument("--cache", type=Path, default=None, help="default $TE_LINT_CACHE or .cache/")
+    p.add_argument("--cache", type=Path, default=None, help="default $TE_LINT_CACHE or the user cache directory")
     p.add_argument("--out", type=Path, default=None, help="JSON results path")
     p.add_argument("--plot", type=Path, default=REPO_ROOT / "docs" / "scaling.png")
     p.add_argument("--no-plot", action="store_true")

@@ -29,8 +29,8 @@ def with_evidence(message: str, steps: Iterable[str], explain: str = "", prefix:
     """``message (step; step; ...)``, within ``LINE_LIMIT`` characters counting the ``prefix``
     flake8 prints before it (``path:line:col: ``); ``explain`` (``te-microbatch-lint explain
     P:L``) is named when steps were left out and it fits. A re-arm's condition (``only if ...``)
-    decides the verdict: when steps must be left out, it comes first, so that the line never
-    cuts it off."""
+    decides the verdict: when steps must be left out, it comes first, and when even it does not
+    fit, its first clause is shown anyway (the one thing a line may pass ``LINE_LIMIT`` for)."""
     steps = list(steps)
     if not steps:
         return message
@@ -54,10 +54,29 @@ def with_evidence(message: str, steps: Iterable[str], explain: str = "", prefix:
             shown.append(tail)
             break
         if not shown:
-            return message  # not even the pointer fits: `explain` and the text face show all
+            break  # not even the pointer fits: `explain` and the text face show all
         size -= len(shown.pop()) + 2 * bool(shown)
         left += 1
-    return f"{message} ({'; '.join(shown)})"
+    condition = next((step for step in steps if " only if " in step), None)
+    if condition is not None and not any(" only if " in step for step in shown):
+        # The condition decides the verdict: never dropped, but said short (its first clause).
+        more = len(steps) - 1
+        return f"{message} ({_short_condition(condition)}" + (f"; +{more} more)" if more else ")")
+    return f"{message} ({'; '.join(shown)})" if shown else message
+
+
+def _short_condition(step: str) -> str:
+    """``re-armed only if `A …``` from a re-arm step ``... only if `A or B` (WHERE)``: the first
+    clause of the condition (``explain`` says where, and the whole of it)."""
+    condition = step.split(" only if ", 1)[1]
+    if condition.endswith(")") and " (" in condition:
+        condition = condition.rsplit(" (", 1)[0]
+    body = condition.strip("`")
+    for joint in (" or ", " and "):
+        if joint in body:
+            body = body.split(joint, 1)[0] + " …"
+            break
+    return f"re-armed only if `{body}`"
 
 
 def _fits(steps: list[str], room: int) -> bool:

@@ -366,7 +366,7 @@ def test_libcst_runner_agrees_with_fix(nested: Path, tmp_path: Path) -> None:
     done = codemod(".", cwd=nested)
     assert done.returncode == 0, done.stderr
     fixed = te_lint("fix", ".", cwd=copy)
-    assert fixed.returncode == 1, fixed.stderr
+    assert fixed.returncode == 0, fixed.stderr  # all fixed (unresolved callees quiet by default)
     for name in ("top.py", "sub/inner.py", "sub/deeper/more.py"):
         assert (nested / name).read_text() == (copy / name).read_text(), name
     assert "is_first_microbatch_tracked(x)" in (nested / "sub/inner.py").read_text()

@@ -111,3 +111,21 @@ def test_explain_prints_the_whole_life(tmp_path) -> None:
         "  4. re-arming not seen in this file",
     ]
     assert explain_text(found, str(path), 21) == ""
+
+
+def test_a_one_line_finding_never_drops_the_condition_that_decides_its_verdict() -> None:
+    """flake8's line stays within about 160 characters, but a re-arm's condition is what makes
+    a verdict conditional: when even it does not fit, its first clause is kept."""
+    from lint_rules.oneline import with_evidence
+
+    message = "TEM001 " + "m" * 120
+    steps = [
+        "`f` set to True in `C.__init__` (:3)",
+        "re-armed (True) by `M.set` only if `self.config.fp8 is not None or self.config.fp4 "
+        "is not None or getattr(self.config, 'use_kitchen', False)` (module.py:123)",
+        "`set` is called from `step` (schedules.py:9)",
+    ]
+    line = with_evidence(message, steps, "te-microbatch-lint explain m.py:1", prefix=50)
+    assert line == f"{message} (re-armed only if `self.config.fp8 is not None …`; +2 more)"
+    short = with_evidence("TEM001 m", steps[:1], "x", prefix=10)  # room: everything shown
+    assert short == "TEM001 m (`f` set to True in `C.__init__` (:3))"

@@ -18,7 +18,7 @@ Corpora (recorded here; change them only together with the expectations below):
   self._get_layer(i)`` resolved to TE) and transformer-engine 1.13.0 (clean).
 
 The wheels are fetched once by ``benchmarks/corpora.py`` (the benchmark's cache:
-``$TE_LINT_CACHE`` or ``.cache/``) and every test here skips, with the reason, when the
+``$TE_LINT_CACHE`` or the user cache directory) and every test here skips, with the reason, when the
 package registry cannot be reached (short timeouts) or ``$TE_LINT_OFFLINE`` is set and the
 corpus is not cached yet. The fix tests work on a copy in a temporary directory.
 """
