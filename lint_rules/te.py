@@ -101,10 +101,10 @@ TAKES_FLAG_SINCE: dict[str, Fact] = {
 """TE callables that take the flag in some releases only; outside them they reject it."""
 
 OVERWRITE_MAIN_GRAD = Fact(
-    (2, 10),
+    (2, 9),
     None,
-    "pytorch/module/linear.py reads the weight attribute `overwrite_main_grad` (2.10 on; "
-    "not in 1.13.0): set, TE overwrites `main_grad` whatever the flag",
+    "pytorch/module/linear.py reads the weight attribute `overwrite_main_grad` (2.9 on, TE PR "
+    "#2191; not in 2.8): set, TE overwrites `main_grad` whatever the flag",
 )
 """``weight.overwrite_main_grad = True`` forces overwrite (Megatron-FSDP sets it)."""
 

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
+from lint_rules import te
 from lint_rules.runtime.backends import Backend
 from lint_rules.runtime.gpu_legs import AA, RESUME_AT, LegConfig
 
@@ -22,7 +23,10 @@ TE_UNSUPPORTED = (
     "TE documents a module called more than once inside one autocast region as unsupported "
     "with DelayedScaling (reduce_amax=True): kept, labelled; its TE outcome is informative"
 )
-OVERWRITE_MAIN_GRAD = ("2.9", "weight.overwrite_main_grad (FSDP grad fusion, TE PR #2191)")
+OVERWRITE_MAIN_GRAD = (
+    ".".join(map(str, te.OVERWRITE_MAIN_GRAD.first)),
+    "weight.overwrite_main_grad (FSDP grad fusion, TE PR #2191)",
+)
 """The release gate of the checks that set ``overwrite_main_grad``: an older TE ignores it."""
 
 
