@@ -220,8 +220,9 @@ class Answers:
 
     KEEP_BYTES = 64 << 20
 
-    def __init__(self, paths: Sequence[str]) -> None:
+    def __init__(self, paths: Sequence[str], gates: prefilter.Gates = prefilter.ON) -> None:
         self.paths = paths
+        self.gates = gates
         self._bytes: dict[str, bytes] = {}
         self._kept = 0
         self._trees: dict[str, ast.Module | None] = {}
@@ -279,7 +280,7 @@ class Answers:
         tree = self._trees[path]
         if tree is None:
             return None
-        scan = _Scan(prefilter.lines_spelling(data, name.encode()))
+        scan = _Scan(self.gates.lines_spelling(data, name.encode()))
         scan.body(tree.body, frozenset(), None)
         return scan
 

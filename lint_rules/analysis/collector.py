@@ -35,7 +35,7 @@ from lint_rules.analysis.objects import (
     loop_target,
     target_nodes,
 )
-from lint_rules.analysis.prefilter import handed_names, may_declare_global
+from lint_rules.analysis.prefilter import Gates
 from lint_rules.analysis.walk import called_names, iter_nodes, updates_parameters
 
 _NONE: frozenset[str] = frozenset()
@@ -44,14 +44,17 @@ _STATIC = frozenset({"staticmethod", "classmethod"})
 
 
 class Collector:
-    def __init__(self, tree: ast.Module, lines: Sequence[int] | None, source: str | None) -> None:
+    def __init__(
+        self, tree: ast.Module, lines: Sequence[int] | None, source: str | None, gates: Gates
+    ) -> None:
         self.tree = tree
         self.lines = lines
         self.source = source
+        self.gates = gates
         self.writes: list[Write] = []
         self.calls: list[CallFact] = []
         self.getters: list[tuple[str, str]] = []
-        self.no_globals = source is not None and not may_declare_global(source)
+        self.no_globals = source is not None and not gates.may_declare_global(source)
         self._file: dict[str, object] = _PER_TREE.setdefault(tree, {})
         """What every collector of this tree shares (a file's verdicts make several): the
         functions and classes met, what was read off them, the places and loops."""
@@ -254,7 +257,7 @@ class Collector:
         """The names of the functions the file hands to ``.apply()`` or a hook registration."""
         found = self._file.get("applied")
         if found is None:
-            spelled = handed_names(self.source) if self.source is not None else None
+            spelled = self.gates.handed_names(self.source) if self.source is not None else None
             if spelled is None:
                 names: set[str] = set()
                 for node in ast.walk(self.tree):

@@ -18,7 +18,6 @@ import ast
 from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
-from lint_rules.analysis import prefilter
 from lint_rules.analysis.nodes import dotted
 from lint_rules.analysis.walk import MODULE_CONTEXT, Walker
 from lint_rules.findings import Evidence
@@ -156,10 +155,9 @@ class Forwarders:
 
 def _lines_naming(a: Analysis, names: set[str]) -> list[int] | None:
     """The lines that spell one of ``names`` (ascending); None: walk every line."""
-    if a.source is None or not prefilter.GATES or not a.source.isascii():
+    if a.source is None or not a.source.isascii():
         return None
-    lines = a.lines()
-    return [n for n, line in enumerate(lines, start=1) if any(name in line for name in names)]
+    return a.gates.lines_naming(a.lines, names)
 
 
 def _argument(call: ast.Call, forwarder: Forwarder) -> tuple[ast.expr | None, ast.keyword | None]:
