@@ -305,7 +305,7 @@ class SharedModule(Rule):
             if self._may_repeat(sites):
                 self._called_twice(sites)
         a = self.a
-        if not a.pending and (a.source is None or FLAG in a.source):
+        if not a.pending and a.gates.spells_any(a.source, (FLAG,)):
             StatefulCheck(a, self).run()
 
     def _called_twice(self, sites: list[CallSite]) -> None:
