@@ -33,6 +33,7 @@ from lint_rules.analysis.objects import (
     inside,
     is_tree,
     loop_target,
+    named_lambda,
     target_nodes,
 )
 from lint_rules.analysis.prefilter import Gates
@@ -145,6 +146,8 @@ class Collector:
         elif type(stmt).__name__ == "Match":
             for case in stmt.cases:  # type: ignore[attr-defined]
                 self.body(case.body, where)
+        elif (named := named_lambda(stmt)) is not None:
+            self._function(named, where)  # its body runs where the name is called or handed
         else:
             self._simple(stmt, where)
 
