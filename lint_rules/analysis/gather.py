@@ -38,8 +38,8 @@ def wanted_names(run: RunFacts, keys: Iterable[str]) -> set[str]:
         if key.startswith(("attr:", "global:")):
             names.add(key.split(":", 1)[1])
             names.update(last_name(w.function) for w in run.writes(key) if re_arms(w))
-        elif key.startswith("fn:"):
-            names.add(key[3:])
+        elif key.startswith(("fn:", "get:")):  # a re-arming function, a getter
+            names.add(key.split(":", 1)[1])
     # A name that spells the flag is spelled only in files the run analysed already.
     return {n for n in names if n.isidentifier() and FLAG not in n}
 

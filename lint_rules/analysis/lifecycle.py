@@ -339,6 +339,8 @@ class Lifecycle:
         for getter, key in self._getters(name):
             if getter == name:
                 return Source(None, key, value)
+        if name:  # a getter of another file of the run: judged again once the run is known
+            self.keys.add(f"get:{name}")
         return self._unknown(value, f"`{_text(value.func)}()` returns it; its body is not followed")
 
     def _getters(self, name: str) -> Iterable[tuple[str, str]]:
