@@ -178,6 +178,8 @@ class Analysis:
             project.collect(
                 self.resolver, self.lines() if self.source is not None else None, self.state_flags
             )
+            for name, export in self.forwarders.exports(self.symbols.functions).items():
+                project.exports.setdefault(name, export)  # a forwarder of the file, by name
             lines = self.gates.state_lines(self.source) if self.source is not None else None
             project.facts = collect(self.tree, lines, self.source, self.gates)
             project.keys = tuple(sorted(self.lifecycle.keys))
