@@ -66,7 +66,14 @@ def _run(where: Path, gates: prefilter.Gates) -> list[tuple]:
 
 
 @pytest.mark.parametrize(
-    "case", ["rearm_every_step", "rearm_under_fp8", "built_under_switch", "object_and_step"]
+    "case",
+    [
+        "rearm_every_step",
+        "rearm_under_fp8",
+        "built_under_switch",
+        "object_and_step",
+        "across_files",
+    ],
 )
 def test_a_run_over_a_package_is_the_same_with_the_gates_off(case: str) -> None:
     """The run's own gates (the files it parses, the facts a file shares, the unread files it
@@ -77,4 +84,5 @@ def test_a_run_over_a_package_is_the_same_with_the_gates_off(case: str) -> None:
     assert off == on
     expected = {"rearm_every_step": 0, "rearm_under_fp8": 1, "built_under_switch": 2}
     expected["object_and_step"] = 4  # a re-arm and its caller that never spell "microbatch"
+    expected["across_files"] = 2
     assert len(on) == expected[case]
