@@ -29,6 +29,7 @@ import ast
 from collections.abc import Callable, Sequence
 
 from lint_rules.analysis import prefilter
+from lint_rules.analysis.blocks import block
 from lint_rules.deep import deep
 from lint_rules.findings import Evidence
 
@@ -120,16 +121,11 @@ class _Scan:
         self.marks = marks
 
     def body(self, body: Sequence[ast.stmt], known: frozenset[Term], top: str | None) -> None:
-        for stmt in body:
+        for _, stmt, after in block(body):  # only what can run (``blocks``)
             if prefilter.spans_a_mark(self.marks, stmt):
                 self.stmt(stmt, known, top)
-            if (
-                isinstance(stmt, ast.If)
-                and not stmt.orelse
-                and stmt.body
-                and isinstance(stmt.body[-1], (ast.Return, ast.Raise))
-            ):  # `if not use_kitchen: return ...`: what follows runs only when it holds
-                known = known | terms(stmt.test, False)
+            if after is not None:  # `if not use_kitchen: return ...`: what follows needs it
+                known = known | terms(after[0], after[1])
 
     def stmt(self, stmt: ast.stmt, known: frozenset[Term], top: str | None) -> None:
         if isinstance(stmt, (ast.Import, ast.ImportFrom)):

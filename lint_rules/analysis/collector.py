@@ -11,6 +11,7 @@ import weakref
 from bisect import bisect_left
 from collections.abc import Mapping, Sequence
 
+from lint_rules.analysis.blocks import block
 from lint_rules.analysis.conditions import Reading, When, classify, condition_text
 from lint_rules.analysis.counters import counters as _counters
 from lint_rules.analysis.counters import file_classes
@@ -21,7 +22,6 @@ from lint_rules.analysis.facts import (
     Write,
     _arg_kind,
     _last_name,
-    _leaves,
     _params,
     evaluating,
     write_value,
@@ -77,19 +77,12 @@ class Collector:
         return at < len(lines) and lines[at] <= (node.end_lineno or node.lineno)
 
     def body(self, body: Sequence[ast.stmt], where: Where, top: bool = False) -> None:
-        for index, stmt in enumerate(body):
+        for index, stmt, after in block(body):  # only what can run (``blocks``)
             here = where._replace(top=index) if top else where
             if self.wanted(stmt):
                 self.stmt(stmt, here)
-            if _leaves(stmt):
-                return  # what follows in this block never runs
-            if isinstance(stmt, ast.If):  # `if not cfg.fp8: return`: what follows needs cfg
-                body_leaves = bool(stmt.body) and _leaves(stmt.body[-1])
-                else_leaves = bool(stmt.orelse) and _leaves(stmt.orelse[-1])
-                if body_leaves and else_leaves:
-                    return
-                if body_leaves or else_leaves:
-                    where = self._branch(stmt.test, not body_leaves, where)
+            if after is not None:  # `if not cfg.fp8: return`: what follows needs cfg
+                where = self._branch(after[0], after[1], where)
 
     def _branch(self, test: ast.expr, outcome: bool, where: Where) -> Where:
         """``where`` inside the branch of ``test`` taken when it is ``outcome`` (a test read

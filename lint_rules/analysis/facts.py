@@ -144,10 +144,6 @@ def _params(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> frozen
     return frozenset(names)
 
 
-def _leaves(stmt: ast.stmt) -> bool:
-    return isinstance(stmt, (ast.Return, ast.Raise, ast.Continue, ast.Break))
-
-
 def _last_name(node: ast.AST) -> str:
     if isinstance(node, ast.Name):
         return node.id
