@@ -180,13 +180,13 @@ def test_a_file_that_cannot_have_a_finding_is_parsed_only_with_the_gates_off(
 ) -> None:
     """The first pass skips by the switch it is handed (``Job.gates``), and with the gates
     off it neither reads nor writes the project index (what it keeps was found with them on)."""
+    import os
+
     from lint_rules.analysis.plan import plan_files
     from lint_rules.analysis.prefilter import OFF
     from lint_rules.analysis.records import Job
     from lint_rules.analysis.store import open_cache
     from lint_rules.settings import DEFAULT_SETTINGS
-
-    import os
 
     (tmp_path / "plain.py").write_text("def f(x):\n    return x\n")
     os.utime(tmp_path / "plain.py", (1e9, 1e9))  # not modified a moment ago: indexed
