@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from lint_rules.analysis import Project, analyze_source
+from lint_rules.analysis.prefilter import ON, Gates
 from lint_rules.deep import deep
 from lint_rules.findings import Finding, char_offset, line_offsets, split_lines
 from lint_rules.guard_import import GuardImportError, add_guard_import
@@ -327,13 +328,14 @@ def fix_source(
     disable_noqa: bool = False,
     project: Project | None = None,
     encoding: str | None = None,
+    gates: Gates = ON,
 ) -> FixResult:
     """Fix every finding that has a fix (safe ones; unsafe ones too with ``unsafe_fixes``) and
     that no ``# noqa`` covers, on its line or on any line the fix spans. Raises SyntaxError,
     or FixError when the result would not parse (as bytes in ``encoding``, the file's, when
     given) or would lose a comment. ``project``: the other files of a CLI run
-    (``analysis.project``)."""
-    findings = analyze_source(text, settings, project=project)
+    (``analysis.project``); ``gates``: the text-level shortcuts (``prefilter``)."""
+    findings = analyze_source(text, settings, project=project, gates=gates)
     if not findings:
         return FixResult(text)
     kept, _ = filter_noqa(findings, text, disable_noqa)

@@ -1,15 +1,18 @@
-"""Every text-level shortcut taken for speed sits behind ``analysis.prefilter.GATES``: with the
-gates off, the whole catalogue and the lifecycle packages give the same findings (codes,
-places, verdicts, evidence) and the same fixes."""
+"""Every text-level shortcut taken for speed sits in ``analysis.prefilter``, behind one switch
+passed into the analysis and the run (``gates=prefilter.OFF``, ``Job(gates=prefilter.OFF)``):
+with the gates off, the whole catalogue and the lifecycle packages give the same findings
+(codes, places, verdicts, evidence) and the same fixes."""
 
 from __future__ import annotations
 
+import pickle
 import sys
 from pathlib import Path
 
 import pytest
 
 from lint_rules.analysis import analyze_source, prefilter
+from lint_rules.analysis.records import Job
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from markers import read_text  # noqa: E402
@@ -20,51 +23,66 @@ CASES = sorted((ROOT / "fixtures" / "catalogue").glob("*.py")) + sorted(
 )
 
 
-def _findings(text: str) -> list[tuple]:
+def _findings(text: str, gates: prefilter.Gates) -> list[tuple]:
     return [
         (f.code, f.line, f.col, f.message, f.verdict, f.evidence, f.fix)
-        for f in analyze_source(text)
+        for f in analyze_source(text, gates=gates)
     ]
 
 
-@pytest.fixture
-def gates_off():
-    prefilter.GATES = False
-    try:
-        yield
-    finally:
-        prefilter.GATES = True
-
-
 def test_the_gates_are_on_by_default() -> None:
-    assert prefilter.GATES is True
+    assert Job().gates is prefilter.ON and prefilter.ON.on and not prefilter.OFF.on
+    assert pickle.loads(pickle.dumps(Job(gates=prefilter.OFF))).gates is prefilter.OFF
 
 
-def test_catalogue_is_the_same_with_the_gates_off(gates_off) -> None:
+def test_every_shortcut_has_its_permissive_answer() -> None:
+    """A shortcut added to ``Gates`` and not to ``Open`` would stay on with the gates off."""
+    shortcuts = {n for n in vars(prefilter.Gates) if not n.startswith("_") and n != "on"}
+    assert shortcuts <= set(vars(prefilter.Open)), shortcuts - set(vars(prefilter.Open))
+
+
+def test_catalogue_is_the_same_with_the_gates_off() -> None:
     texts = {path.name: read_text(path) for path in CASES}
-    prefilter.GATES = True
-    on = {name: _findings(text) for name, text in texts.items()}
-    prefilter.GATES = False
-    off = {name: _findings(text) for name, text in texts.items()}
+    on = {name: _findings(text, prefilter.ON) for name, text in texts.items()}
+    off = {name: _findings(text, prefilter.OFF) for name, text in texts.items()}
     assert sum(map(len, on.values())) > 100
     assert off == on
 
 
-@pytest.mark.parametrize(
-    "case", ["rearm_every_step", "rearm_under_fp8", "built_under_switch", "object_and_step"]
-)
-def test_a_run_over_a_package_is_the_same_with_the_gates_off(gates_off, case: str) -> None:
-    """The run's own gates (the facts a file shares, where a class is built) as well."""
-    from helpers import run_in_process
+def _run(where: Path, gates: prefilter.Gates) -> list[tuple]:
+    """``check`` over the folder ``model`` of ``where`` as one project (``--isolated``)."""
+    from lint_rules.analysis.filework import check_file
+    from lint_rules.analysis.plan import plan_files
+    from lint_rules.analysis.run import run_crossfile
+    from lint_rules.settings import DEFAULT_SETTINGS
 
-    args = ["check", "--no-cache", "--isolated", "-j", "1", "--output-format", "json", "model"]
+    folder = where / "model"
+    files = sorted(str(p) for p in folder.rglob("*.py"))
+    job = Job(gates=gates)
+    plan = plan_files(job, files, lambda path: DEFAULT_SETTINGS, None, None, True)
+    outcomes = list(run_crossfile(check_file, job, plan, 1, [str(folder)]))
+    assert not [o.error for o in outcomes if o.error]
+    return [(o.path, f) for o in outcomes for f in o.findings]
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        "rearm_every_step",
+        "rearm_under_fp8",
+        "built_under_switch",
+        "object_and_step",
+        "across_files",
+    ],
+)
+def test_a_run_over_a_package_is_the_same_with_the_gates_off(case: str) -> None:
+    """The run's own gates (the files it parses, the facts a file shares, the unread files it
+    gathers facts from, where a class is built) as well."""
     where = ROOT / "fixtures" / "lifecycle" / case
-    prefilter.GATES = True
-    on = run_in_process(args, where)
-    prefilter.GATES = False
-    off = run_in_process(args, where)
-    assert (off.returncode, off.stdout) == (on.returncode, on.stdout)
+    on = _run(where, prefilter.ON)
+    off = _run(where, prefilter.OFF)
+    assert off == on
     expected = {"rearm_every_step": 0, "rearm_under_fp8": 1, "built_under_switch": 2}
     expected["object_and_step"] = 4  # a re-arm and its caller that never spell "microbatch"
-    expected = expected[case]
-    assert on.stdout.count('"code":') == expected
+    expected["across_files"] = 2
+    assert len(on) == expected[case]

@@ -50,6 +50,21 @@ def test_the_package_reports_each_re_arm_that_misses_the_object_or_the_step() ->
     assert [{k: r[k] for k in keys} for r in rows] == expected
 
 
+def test_getters_and_forwarders_of_another_file_are_followed() -> None:
+    """``across_files``: a flag read through another file's getter is judged by when the
+    training loop sets its global (every step: maintained; once, before the loop: stale), and a
+    call of another file's forwarder as if it passed its argument to TE (a flag set once:
+    stale, TEM002; one re-armed every step, or None: nothing)."""
+    rows = _rows(CASES / "across_files", "model")
+    keys = ("path", "line", "column", "code", "verdict", "evidence")
+    expected = json.loads((CASES / "across_files.expected.json").read_text())
+    assert [{k: r[k] for k in keys} for r in rows] == expected
+    assert [(r["line"], r["code"], r["verdict"]) for r in rows] == [
+        (26, "TEM001", "stale"),
+        (41, "TEM002", "stale"),
+    ]
+
+
 def test_the_repository_root_reports_what_the_examples_folder_reports() -> None:
     """``lint_rules/runtime/reference_te.py`` writes ``ctx.is_first_microbatch`` (an autograd
     context, never a module): checking the whole repository (with its own settings, which

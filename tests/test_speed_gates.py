@@ -167,8 +167,35 @@ def test_a_check_that_writes_nothing_loads_no_writer(tmp_path: Path) -> None:
 
 
 def test_state_lines_are_the_lines_that_spell_a_state_word() -> None:
-    from lint_rules.analysis.prefilter import state_lines
+    from lint_rules.analysis.prefilter import OFF, ON
 
     text = "a = 1\nself.Micro_Batch = 2  # microbatch\n\n\nx(current_microbatch)\r\nend\n"
     expected = [n for n, line in enumerate(text.split("\n"), 1) if "micro" in line.lower()]
-    assert state_lines(text) == expected == [2, 5]
+    assert ON.state_lines(text) == expected == [2, 5]
+    assert OFF.state_lines(text) is None  # the gates off: every statement
+
+
+def test_a_file_that_cannot_have_a_finding_is_parsed_only_with_the_gates_off(
+    tmp_path: Path,
+) -> None:
+    """The first pass skips by the switch it is handed (``Job.gates``), and with the gates
+    off it neither reads nor writes the project index (what it keeps was found with them on)."""
+    import os
+
+    from lint_rules.analysis.plan import plan_files
+    from lint_rules.analysis.prefilter import OFF
+    from lint_rules.analysis.records import Job
+    from lint_rules.analysis.store import open_cache
+    from lint_rules.settings import DEFAULT_SETTINGS
+
+    (tmp_path / "plain.py").write_text("def f(x):\n    return x\n")
+    os.utime(tmp_path / "plain.py", (1e9, 1e9))  # not modified a moment ago: indexed
+    files = [str(tmp_path / "plain.py")]
+    cache = open_cache(False, str(tmp_path / "cache"))
+    on = plan_files(Job(), files, lambda path: DEFAULT_SETTINGS, cache)
+    assert on.to_parse == [] and on.done[0] is not None
+    assert cache.known(files[0]) is not None
+    stats = dict(cache.stats)
+    off = plan_files(Job(gates=OFF), files, lambda path: DEFAULT_SETTINGS, cache)
+    assert [path for path, _ in off.to_parse] == files and off.done == [None]
+    assert cache.stats == stats

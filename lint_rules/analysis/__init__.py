@@ -1,6 +1,8 @@
 """The analysis core: every rule lives here, every face (flake8, CLI, codemod) adapts it.
 
-``prefilter`` says from a file's text whether it can have a finding at all. One pass over the
+``prefilter`` says from a file's text whether it can have a finding at all, and holds every
+other text-level shortcut, behind one switch passed in (``gates``: ``prefilter.ON`` or
+``OFF``). One pass over the
 ``ast`` tree (``walk``) visits the calls a rule looks at with the context they need
 (enclosing class, function, guarding ``if``/``match`` arms, loops). Callees are resolved
 within the file (``symbols`` for module bindings, ``scopes`` for a function's, ``classinfo``
@@ -23,7 +25,7 @@ import warnings
 from typing import TYPE_CHECKING, Any
 
 from lint_rules.analysis.exports import Export
-from lint_rules.analysis.prefilter import mentions_flag
+from lint_rules.analysis.prefilter import ON, Gates
 from lint_rules.deep import deep
 from lint_rules.findings import Finding
 from lint_rules.settings import DEFAULT_SETTINGS, Settings
@@ -57,6 +59,11 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+mentions_flag = ON.mentions_flag
+"""The byte prefilter with the gates on (``prefilter.Gates.mentions_flag``), for a face that
+tests a text before it parses it (flake8)."""
+
+
 @deep
 def analyze_tree(
     tree: ast.Module,
@@ -65,17 +72,19 @@ def analyze_tree(
     *,
     fixes: bool = True,
     project: Project | None = None,
+    gates: Gates = ON,
 ) -> list[Finding]:
     """Findings for an already parsed module (flake8 hands us its tree). noqa not applied.
 
     ``source`` is only needed for exact fixes of parenthesised positional flags; with
     ``fixes=False`` (flake8 never applies a fix) no edit is built and every ``fix`` is None.
     ``project``: the other files of a CLI run (``analysis.project``); it also receives what
-    this file exports. Without it resolution stays in the file.
+    this file exports. Without it resolution stays in the file. ``gates``: the text-level
+    shortcuts (``prefilter.ON``; ``OFF`` takes none, and must find the same).
     """
     from lint_rules.analysis.core import Analysis
 
-    analysis = Analysis(tree, settings, source, fixes, project)
+    analysis = Analysis(tree, settings, source, fixes, project, gates)
     kept = False
     try:
         findings = analysis.run()
@@ -120,12 +129,14 @@ def analyze_source(
     *,
     fixes: bool = True,
     project: Project | None = None,
+    gates: Gates = ON,
 ) -> list[Finding]:
     """Findings for one file's text (noqa not applied). Raises SyntaxError if unparsable.
 
     A file the prefilter rules out has no finding and is not parsed; with a ``project`` the
-    run has already chosen to read it (also for what it exports)."""
-    if project is None and not mentions_flag(text):
+    run has already chosen to read it (also for what it exports). ``gates``: as for
+    ``analyze_tree``."""
+    if project is None and not gates.mentions_flag(text):
         return []
     if "\0" in text:
         raise SyntaxError("source code cannot contain null bytes")
@@ -142,7 +153,7 @@ def analyze_source(
                 tree = ast.parse(text)
         except ValueError as error:  # pragma: no cover - older Pythons report NUL this way
             raise SyntaxError(str(error)) from error
-        return analyze_tree(tree, settings, text, fixes=fixes, project=project)
+        return analyze_tree(tree, settings, text, fixes=fixes, project=project, gates=gates)
     finally:
         if collecting:
             gc.enable()

@@ -29,6 +29,7 @@ import ast
 from collections.abc import Callable, Sequence
 
 from lint_rules.analysis import prefilter
+from lint_rules.analysis.blocks import block
 from lint_rules.deep import deep
 from lint_rules.findings import Evidence
 
@@ -120,16 +121,11 @@ class _Scan:
         self.marks = marks
 
     def body(self, body: Sequence[ast.stmt], known: frozenset[Term], top: str | None) -> None:
-        for stmt in body:
+        for _, stmt, after in block(body):  # only what can run (``blocks``)
             if prefilter.spans_a_mark(self.marks, stmt):
                 self.stmt(stmt, known, top)
-            if (
-                isinstance(stmt, ast.If)
-                and not stmt.orelse
-                and stmt.body
-                and isinstance(stmt.body[-1], (ast.Return, ast.Raise))
-            ):  # `if not use_kitchen: return ...`: what follows runs only when it holds
-                known = known | terms(stmt.test, False)
+            if after is not None:  # `if not use_kitchen: return ...`: what follows needs it
+                known = known | terms(after[0], after[1])
 
     def stmt(self, stmt: ast.stmt, known: frozenset[Term], top: str | None) -> None:
         if isinstance(stmt, (ast.Import, ast.ImportFrom)):
@@ -220,8 +216,9 @@ class Answers:
 
     KEEP_BYTES = 64 << 20
 
-    def __init__(self, paths: Sequence[str]) -> None:
+    def __init__(self, paths: Sequence[str], gates: prefilter.Gates = prefilter.ON) -> None:
         self.paths = paths
+        self.gates = gates
         self._bytes: dict[str, bytes] = {}
         self._kept = 0
         self._trees: dict[str, ast.Module | None] = {}
@@ -279,7 +276,7 @@ class Answers:
         tree = self._trees[path]
         if tree is None:
             return None
-        scan = _Scan(prefilter.lines_spelling(data, name.encode()))
+        scan = _Scan(self.gates.lines_spelling(data, name.encode()))
         scan.body(tree.body, frozenset(), None)
         return scan
 

@@ -13,7 +13,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-from lint_rules.analysis import prefilter
 from lint_rules.analysis.lifecycle import Judgement, Verdict
 from lint_rules.analysis.resolve import TERejects
 from lint_rules.analysis.sites import FlagCall, call_key, describe, runs_after, target_text
@@ -306,7 +305,7 @@ class SharedModule(Rule):
             if self._may_repeat(sites):
                 self._called_twice(sites)
         a = self.a
-        if not a.pending and (a.source is None or FLAG in a.source):
+        if not a.pending and a.gates.spells_any(a.source, (FLAG,)):
             StatefulCheck(a, self).run()
 
     def _called_twice(self, sites: list[CallSite]) -> None:
@@ -347,7 +346,7 @@ class SharedModule(Rule):
         text: a site's callee named once in the function's lines (and by no other site) is
         called once. Only for ASCII text (an identifier's spelling is then what ``ast`` says)."""
         a = self.a
-        if a.source is None or not a.source.isascii() or not prefilter.GATES:
+        if a.source is None or not a.source.isascii():
             return True
         names: dict[str, int] = {}
         for site in sites:
@@ -361,7 +360,7 @@ class SharedModule(Rule):
         function = sites[0].call.ctx.scope[0]  # type: ignore[index]
         lines = a.lines()[function.lineno - 1 : function.end_lineno]
         text = "\n".join(lines)
-        return any(text.count(name) > 1 for name in names)
+        return a.gates.spelled_twice(text, names)
 
 
 def _calls_by_key(

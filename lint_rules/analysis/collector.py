@@ -11,6 +11,7 @@ import weakref
 from bisect import bisect_left
 from collections.abc import Mapping, Sequence
 
+from lint_rules.analysis.blocks import block
 from lint_rules.analysis.conditions import Reading, When, classify, condition_text
 from lint_rules.analysis.counters import counters as _counters
 from lint_rules.analysis.counters import file_classes
@@ -21,7 +22,6 @@ from lint_rules.analysis.facts import (
     Write,
     _arg_kind,
     _last_name,
-    _leaves,
     _params,
     evaluating,
     write_value,
@@ -33,9 +33,10 @@ from lint_rules.analysis.objects import (
     inside,
     is_tree,
     loop_target,
+    named_lambda,
     target_nodes,
 )
-from lint_rules.analysis.prefilter import handed_names, may_declare_global
+from lint_rules.analysis.prefilter import Gates
 from lint_rules.analysis.walk import called_names, iter_nodes, updates_parameters
 
 _NONE: frozenset[str] = frozenset()
@@ -44,14 +45,17 @@ _STATIC = frozenset({"staticmethod", "classmethod"})
 
 
 class Collector:
-    def __init__(self, tree: ast.Module, lines: Sequence[int] | None, source: str | None) -> None:
+    def __init__(
+        self, tree: ast.Module, lines: Sequence[int] | None, source: str | None, gates: Gates
+    ) -> None:
         self.tree = tree
         self.lines = lines
         self.source = source
+        self.gates = gates
         self.writes: list[Write] = []
         self.calls: list[CallFact] = []
         self.getters: list[tuple[str, str]] = []
-        self.no_globals = source is not None and not may_declare_global(source)
+        self.no_globals = source is not None and not gates.may_declare_global(source)
         self._file: dict[str, object] = _PER_TREE.setdefault(tree, {})
         """What every collector of this tree shares (a file's verdicts make several): the
         functions and classes met, what was read off them, the places and loops."""
@@ -73,19 +77,12 @@ class Collector:
         return at < len(lines) and lines[at] <= (node.end_lineno or node.lineno)
 
     def body(self, body: Sequence[ast.stmt], where: Where, top: bool = False) -> None:
-        for index, stmt in enumerate(body):
+        for index, stmt, after in block(body):  # only what can run (``blocks``)
             here = where._replace(top=index) if top else where
             if self.wanted(stmt):
                 self.stmt(stmt, here)
-            if _leaves(stmt):
-                return  # what follows in this block never runs
-            if isinstance(stmt, ast.If):  # `if not cfg.fp8: return`: what follows needs cfg
-                body_leaves = bool(stmt.body) and _leaves(stmt.body[-1])
-                else_leaves = bool(stmt.orelse) and _leaves(stmt.orelse[-1])
-                if body_leaves and else_leaves:
-                    return
-                if body_leaves or else_leaves:
-                    where = self._branch(stmt.test, not body_leaves, where)
+            if after is not None:  # `if not cfg.fp8: return`: what follows needs cfg
+                where = self._branch(after[0], after[1], where)
 
     def _branch(self, test: ast.expr, outcome: bool, where: Where) -> Where:
         """``where`` inside the branch of ``test`` taken when it is ``outcome`` (a test read
@@ -142,6 +139,8 @@ class Collector:
         elif type(stmt).__name__ == "Match":
             for case in stmt.cases:  # type: ignore[attr-defined]
                 self.body(case.body, where)
+        elif (named := named_lambda(stmt)) is not None:
+            self._function(named, where)  # its body runs where the name is called or handed
         else:
             self._simple(stmt, where)
 
@@ -254,7 +253,7 @@ class Collector:
         """The names of the functions the file hands to ``.apply()`` or a hook registration."""
         found = self._file.get("applied")
         if found is None:
-            spelled = handed_names(self.source) if self.source is not None else None
+            spelled = self.gates.handed_names(self.source) if self.source is not None else None
             if spelled is None:
                 names: set[str] = set()
                 for node in ast.walk(self.tree):

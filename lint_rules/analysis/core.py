@@ -8,13 +8,13 @@ import unicodedata
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 
-from lint_rules.analysis import checks, prefilter
+from lint_rules.analysis import checks
 from lint_rules.analysis.facts import collect
 from lint_rules.analysis.fixes import FixBuilder, NoFixes
 from lint_rules.analysis.forwarders import Forwarders
 from lint_rules.analysis.gradient import Gradients
 from lint_rules.analysis.lifecycle import Lifecycle
-from lint_rules.analysis.prefilter import interesting_lines, state_lines, te_file
+from lint_rules.analysis.prefilter import ON, Gates
 from lint_rules.analysis.project import Project
 from lint_rules.analysis.resolve import Resolver
 from lint_rules.analysis.runfacts import RunFacts
@@ -44,8 +44,11 @@ class Analysis:
         source: str | None,
         fixes: bool = True,
         project: Project | None = None,
+        gates: Gates = ON,
     ) -> None:
         self.tree = tree
+        self.gates = gates
+        """The text-level shortcuts (``prefilter``): every piece asks this object."""
         self.source = source
         self.settings = settings
         self._lines: list[str] | None = None
@@ -62,7 +65,7 @@ class Analysis:
                 if read != source:  # (NFKC keeps every line break: the same line numbers)
                     self._texts.append((read, functools.partial(ast_lines, read)))
         self.mentions_te = source is None or any(
-            TE_ROOT in text and te_file(text) for text, _ in self._texts
+            TE_ROOT in text and gates.te_file(text) for text, _ in self._texts
         )
         self.project = project
         self._symbols: ModuleSymbols | None = None
@@ -98,7 +101,7 @@ class Analysis:
         self.gradients = Gradients(self.resolver, self.tree)
         self.tracker = Tracker(self.symbols, guards, settings.tracked_functions)
         run = self.project.lifecycle if self.project is not None else None
-        self.lifecycle = Lifecycle(self.tree, run, self.source)
+        self.lifecycle = Lifecycle(self.tree, run, self.source, self.gates)
         self.forwarders = Forwarders()
         self.rules = [rule(self) for rule in checks.RULES]
         self.fixes = self._fix_builder()
@@ -115,15 +118,15 @@ class Analysis:
 
     def run(self) -> list[Finding]:
         marks = None
-        if self.source is not None and prefilter.GATES:
-            te = self.mentions_te
-            marks = _merged(interesting_lines(t, ls or self.lines, te) for t, ls in self._texts)
-            self.marks = marks
-            if not marks:
-                return self.findings  # no line can hold a call a rule looks at
-        positional: int | None = 2 if self.mentions_te else 1 << 30
-        if not prefilter.GATES:
-            positional = None if self.mentions_te else positional
+        if self.source is not None:
+            te, gates = self.mentions_te, self.gates
+            found = [gates.interesting_lines(t, ls or self.lines, te) for t, ls in self._texts]
+            if None not in found:
+                marks = _merged(found)  # type: ignore[arg-type]
+                self.marks = marks
+                if not marks:
+                    return self.findings  # no line can hold a call a rule looks at
+        positional = self.gates.positional(self.mentions_te)
         walker = Walker(self._on_call, marks, positional)
         walker.walk_body(self.tree.body, MODULE_CONTEXT)
         return self._finish()
@@ -135,7 +138,7 @@ class Analysis:
         resolver found does not depend on the lifecycle facts, and neither does TEM005."""
         if self._pending:
             return self.findings
-        self.lifecycle = Lifecycle(self.tree, run, self.source)
+        self.lifecycle = Lifecycle(self.tree, run, self.source, self.gates)
         if self.project is not None:
             self.project.lifecycle = run
         # TEM005 judges no value: its findings stand as they are (the stateful-wrapper check
@@ -175,8 +178,10 @@ class Analysis:
             project.collect(
                 self.resolver, self.lines() if self.source is not None else None, self.state_flags
             )
-            lines = state_lines(self.source) if self.source is not None else None
-            project.facts = collect(self.tree, lines, self.source)
+            for name, export in self.forwarders.exports(self.symbols.functions).items():
+                project.exports.setdefault(name, export)  # a forwarder of the file, by name
+            lines = self.gates.state_lines(self.source) if self.source is not None else None
+            project.facts = collect(self.tree, lines, self.source, self.gates)
             project.keys = tuple(sorted(self.lifecycle.keys))
 
     def close(self) -> None:

@@ -7,19 +7,23 @@ from typing import NamedTuple
 
 
 class Export(NamedTuple):
-    """A module-level name of a project file that is a TE subclass or a TE module factory.
+    """A module-level name of a project file that is a TE subclass, a TE module factory, or a
+    function that passes its parameter on to TE as the flag (a forwarder, ``forwarders``).
 
     Plain data (a tuple), so that it crosses to worker processes and into the result cache.
     """
 
     kind: str
-    """``"class"`` (a TE subclass) or ``"factory"`` (a function that returns a TE module)."""
+    """``"class"`` (a TE subclass), ``"factory"`` (a function that returns a TE module) or
+    ``"forwarder"``."""
     label: str
-    """The class messages name (for a factory, its product's class if defined in the project)."""
+    """The class messages name (for a factory, its product's class if defined in the project;
+    for a forwarder, where it passes the flag, as messages name a callee)."""
     cls: str
     """The TE class whose ``forward`` runs ("" when only the layout is known)."""
     index: int | None  # type: ignore[assignment]  # (shadows tuple.index on purpose)
-    """The flag's positional index read off a project ``forward`` (else the TE class's)."""
+    """The flag's positional index read off a project ``forward`` (else the TE class's); a
+    forwarder's parameter's position."""
     rejects: bool
     """A project ``forward`` that takes no flag."""
     takes: int | None
@@ -30,3 +34,5 @@ class Export(NamedTuple):
     """A class: it (or a project ancestor) defines ``forward``."""
     stateful: str = ""
     """A class: the attribute its methods pass to TE as the flag (a stateful TE wrapper)."""
+    param: str = ""
+    """A forwarder: the parameter it passes on to TE as the flag."""

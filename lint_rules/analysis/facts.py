@@ -25,6 +25,7 @@ from lint_rules.analysis.conditions import (
     condition_text,
 )
 from lint_rules.analysis.nodes import statements
+from lint_rules.analysis.prefilter import ON, Gates
 
 __all__ = ["MODE_ATTRIBUTES", "CallFact", "FileFacts", "Write", "collect", "from_json"]
 
@@ -143,10 +144,6 @@ def _params(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> frozen
     return frozenset(names)
 
 
-def _leaves(stmt: ast.stmt) -> bool:
-    return isinstance(stmt, (ast.Return, ast.Raise, ast.Continue, ast.Break))
-
-
 def _last_name(node: ast.AST) -> str:
     if isinstance(node, ast.Name):
         return node.id
@@ -210,15 +207,19 @@ class Where(NamedTuple):
 
 
 def collect(
-    tree: ast.Module, lines: Sequence[int] | None = None, source: str | None = None
+    tree: ast.Module,
+    lines: Sequence[int] | None = None,
+    source: str | None = None,
+    gates: Gates = ON,
 ) -> FileFacts:
     """The facts of one module (``lines``: only statements on these lines, ascending;
-    ``source``: its text, which tells that no function declares a ``global``)."""
+    ``source``: its text, which tells that no function declares a ``global``; ``gates``: the
+    text-level shortcuts, ``prefilter``)."""
     if lines is not None and not lines:
         return EMPTY
     from lint_rules.analysis.collector import Collector  # it reads the tuples above
 
-    collector = Collector(tree, lines, source)
+    collector = Collector(tree, lines, source, gates)
     collector.body(tree.body, Where())
     writes = tuple(
         w._replace(evaluation=True) if w.function and collector.evaluating(w.function) else w

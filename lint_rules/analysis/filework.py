@@ -63,7 +63,7 @@ def check_file(
 
     source = source or read_source(path)
     try:
-        findings = analyze_source(source.text, settings, project=project)
+        findings = analyze_source(source.text, settings, project=project, gates=job.gates)
     except SyntaxError as error:
         return syntax_outcome(path, error, content_digest(settings, job.disable_noqa, source.raw))
     if project is not None and project.kept is not None:

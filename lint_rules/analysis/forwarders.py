@@ -8,17 +8,18 @@ as if its argument were passed to TE there. A stale argument is reported at that
 chain as evidence (``self._run(x, self.is_first_microbatch)`` where ``_run`` passes its
 ``flag`` to ``self.fc``).
 
-Only calls in the same file, and only calls the walk hands over (they pass the flag, a splat, or
-two positional arguments), are seen; a forwarder called from another file is not.
+A module-level forwarder is exported to the other files of a run (``project``), whose calls of
+it are judged the same way. Only calls the walk hands over (they pass the flag, a splat, or two
+positional arguments) are seen.
 """
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, NamedTuple
 
-from lint_rules.analysis import prefilter
+from lint_rules.analysis.exports import Export
 from lint_rules.analysis.nodes import dotted
 from lint_rules.analysis.walk import MODULE_CONTEXT, Walker
 from lint_rules.findings import Evidence
@@ -39,6 +40,8 @@ class Forwarder(NamedTuple):
     target: str
     """Where it goes, as messages name a callee (``TE Linear `self.fc```)."""
     line: int
+    origin: str = ""
+    """The module of another file of the run it is imported from ("": this file)."""
 
 
 def parameter_index(function: ast.AST, name: str, method: bool) -> int | None:
@@ -97,6 +100,7 @@ class Forwarders:
         spell a forwarder's name (every line with the gates off)."""
         done: set[int] = set()
         walked: set[str] = set()
+        self._imported(a)
         while True:
             names = {name for name, _ in self.found} - walked
             if not names:
@@ -117,6 +121,29 @@ class Forwarders:
                     continue
                 done.add(id(call))
                 judge(self._judge(a, call, ctx, forwarder, value, keyword))
+
+    def _imported(self, a: Analysis) -> None:
+        """The forwarders of other files of the run this file imports by name."""
+        project = a.project
+        if project is None or not project.index:
+            return
+        for name, choices in a.symbols.alias_choices.items():
+            if len(choices) != 1 or (name, False) in self.found:
+                continue
+            export = project.forwarder(choices[0])
+            if export is not None:
+                origin = choices[0].rpartition(".")[0]
+                forwarder = Forwarder(name, False, export.param, export.index, export.label, 0)
+                self.found[(name, False)] = forwarder._replace(origin=origin)
+
+    def exports(self, functions: Mapping[str, ast.AST]) -> dict[str, Export]:
+        """The module-level forwarders of this file (``functions``: its module-level
+        functions), as the run's index holds them."""
+        return {
+            name: Export("forwarder", f.target, "", f.position, False, None, param=f.param)
+            for (name, method), f in self.found.items()
+            if not method and not f.origin and functions.get(name) is not None
+        }
 
     def _collect(self, call: ast.Call, ctx: Context) -> None:
         if self._forwarder(call) is not None:
@@ -147,8 +174,9 @@ class Forwarders:
         spelled = dotted(call.func) or forwarder.name
         target = f"`{spelled}`, which passes it to {forwarder.target}"
         self.note(value, scope, target, forwarder.line)  # a forwarder of a forwarder
+        where = f" (of `{forwarder.origin}`)" if forwarder.origin else ""
         chain = Evidence(
-            f"`{forwarder.name}` passes its `{forwarder.param}` to {forwarder.target}",
+            f"`{forwarder.name}`{where} passes its `{forwarder.param}` to {forwarder.target}",
             forwarder.line,
         )
         return Forwarded(call, ctx, scope, value, keyword, target, chain)
@@ -156,10 +184,9 @@ class Forwarders:
 
 def _lines_naming(a: Analysis, names: set[str]) -> list[int] | None:
     """The lines that spell one of ``names`` (ascending); None: walk every line."""
-    if a.source is None or not prefilter.GATES or not a.source.isascii():
+    if a.source is None or not a.source.isascii():
         return None
-    lines = a.lines()
-    return [n for n, line in enumerate(lines, start=1) if any(name in line for name in names)]
+    return a.gates.lines_naming(a.lines, names)
 
 
 def _argument(call: ast.Call, forwarder: Forwarder) -> tuple[ast.expr | None, ast.keyword | None]:

@@ -38,8 +38,8 @@ def wanted_names(run: RunFacts, keys: Iterable[str]) -> set[str]:
         if key.startswith(("attr:", "global:")):
             names.add(key.split(":", 1)[1])
             names.update(last_name(w.function) for w in run.writes(key) if re_arms(w))
-        elif key.startswith("fn:"):
-            names.add(key[3:])
+        elif key.startswith(("fn:", "get:")):  # a re-arming function, a getter
+            names.add(key.split(":", 1)[1])
     # A name that spells the flag is spelled only in files the run analysed already.
     return {n for n in names if n.isidentifier() and FLAG not in n}
 
@@ -50,6 +50,7 @@ def gather(
     paths: Sequence[str],
     read: Callable[[str], str | None],
     raw: Callable[[str], bytes | None],
+    gates: prefilter.Gates = prefilter.ON,
 ) -> list[str]:
     """Add to ``run`` the facts of the files of ``paths`` (not analysed by the run) that spell
     a wanted name (``wanted_names``); ``raw(path)``: its bytes, searched first (None when it
@@ -61,7 +62,7 @@ def gather(
     hits: dict[str, int] = dict.fromkeys(names, 0)
     for path in paths:
         data = raw(path)
-        found = prefilter.spelled_in(data, names) if data is not None else []
+        found = gates.spelled_in(data, names) if data is not None else []
         if found:
             spelled[path] = found
             for name in found:
@@ -76,7 +77,7 @@ def gather(
             tree = ast.parse(text, path)
         except (SyntaxError, ValueError):
             continue
-        facts = collect(tree, prefilter.lines_of(text, words), text)
+        facts = collect(tree, gates.lines_of(text, words), text, gates)
         if facts.writes or facts.calls:
             run.add(path, with_path(facts, path))
             added.append(path)
@@ -84,7 +85,11 @@ def gather(
 
 
 def gather_run(
-    run: RunFacts, outcomes: Sequence[Outcome | None], active: Iterable[int], files: Sequence[str]
+    run: RunFacts,
+    outcomes: Sequence[Outcome | None],
+    active: Iterable[int],
+    files: Sequence[str],
+    gates: prefilter.Gates = prefilter.ON,
 ) -> None:
     """``gather`` for a CLI run: the keys the verdicts of its analysed files with findings read
     (``outcomes[p]`` for ``p`` in ``active``), the files it did not analyse. A file without a
@@ -117,4 +122,4 @@ def gather_run(
         except SourceError:
             return None
 
-    gather(run, keys, rest, read, raw)
+    gather(run, keys, rest, read, raw, gates)

@@ -106,9 +106,11 @@ class Lifecycle:
         tree: ast.Module,
         run: RunFacts | None,
         source: str | None = None,
+        gates: prefilter.Gates = prefilter.ON,
     ) -> None:
         self.tree = tree
         self.run = run
+        self.gates = gates
         self._source = source
         """To read only the statements whose lines spell a name; None: every statement."""
         self._split: list[str] | None = None
@@ -131,12 +133,16 @@ class Lifecycle:
             lines = None
             if word.startswith("<lambda:"):  # a lambda handed to torch: its own line
                 lines = [int(word[8:-1])]
-            elif self._source is not None and prefilter.GATES:
-                if self._split is None:
-                    self._split = ast_lines(self._source)
-                lines = [n for n, line in enumerate(self._split, start=1) if word in line]
-            found = self._own[word] = collect(self.tree, lines, self._source)
+            elif self._source is not None:
+                lines = self.gates.lines_naming(self._lines, (word,))
+            found = self._own[word] = collect(self.tree, lines, self._source, self.gates)
         return found
+
+    def _lines(self) -> list[str]:
+        """The source's lines as ``ast`` numbers them, split once."""
+        if self._split is None:
+            self._split = ast_lines(self._source or "")
+        return self._split
 
     # -- sources -------------------------------------------------------------------------
 
@@ -333,6 +339,8 @@ class Lifecycle:
         for getter, key in self._getters(name):
             if getter == name:
                 return Source(None, key, value)
+        if name:  # a getter of another file of the run: judged again once the run is known
+            self.keys.add(f"get:{name}")
         return self._unknown(value, f"`{_text(value.func)}()` returns it; its body is not followed")
 
     def _getters(self, name: str) -> Iterable[tuple[str, str]]:

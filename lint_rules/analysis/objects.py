@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import ast
+import weakref
 from collections.abc import Sequence
 
 from lint_rules.analysis.facts import _last_name
@@ -69,3 +70,26 @@ def target_nodes(target: ast.expr) -> list[ast.expr]:
     if isinstance(target, ast.Name):
         return list(target_names(target))
     return [target] if isinstance(target, ast.Attribute) else []
+
+
+_NAMED: weakref.WeakKeyDictionary[ast.stmt, ast.FunctionDef] = weakref.WeakKeyDictionary()
+
+
+def named_lambda(stmt: ast.stmt) -> ast.FunctionDef | None:
+    """``rearm = lambda m: setattr(m, "first", True)``: the function a lambda bound to a name
+    is (``def rearm(m): return setattr(...)``), so that handing or calling the name runs its
+    body there, not where it is bound; None for any other statement. One per statement."""
+    if not (
+        type(stmt) is ast.Assign
+        and type(stmt.value) is ast.Lambda
+        and len(stmt.targets) == 1
+        and type(stmt.targets[0]) is ast.Name
+    ):
+        return None
+    found = _NAMED.get(stmt)
+    if found is None:
+        lam = stmt.value
+        body = ast.copy_location(ast.Return(lam.body), lam.body)
+        found = ast.FunctionDef(stmt.targets[0].id, lam.args, [body], [], None, None)  # type: ignore[call-arg]
+        found = _NAMED[stmt] = ast.copy_location(found, stmt)
+    return found

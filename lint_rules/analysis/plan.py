@@ -1,5 +1,5 @@
 """The first pass of a run over files: read each one, apply the core's byte prefilter
-(``analysis.mentions_flag``) and the result cache; what remains must be parsed (``Plan``)."""
+(``prefilter.Gates.mentions_flag``) and the result cache; what remains must be parsed (``Plan``)."""
 
 from __future__ import annotations
 
@@ -62,8 +62,7 @@ def plan_files(
     (``crossfile``), which checks that the index still answers the same (``analysis.run``)."""
     if not files:  # nothing to read: neither the prefilter nor the reader is imported
         return Plan([], [], [], 0, started=started)
-    from lint_rules.analysis import mentions_flag
-    from lint_rules.analysis.prefilter import imports_te, mentions_state
+    from lint_rules.analysis.prefilter import imports_te
     from lint_rules.fileio import SourceError, read_source
 
     done: list[Outcome | None] = []
@@ -72,7 +71,8 @@ def plan_files(
     deferred: list[tuple[int, Settings]] = []
     te_importers: set[int] = set()
     size = 0
-    indexed = cache is not None and (job.mode == "check" or crossfile)
+    gates = job.gates
+    indexed = cache is not None and gates.caches and (job.mode == "check" or crossfile)
     for path in files:
         outcome = None
         known = cache.known(path) if indexed and job.mode != "stdout" else None
@@ -86,9 +86,9 @@ def plan_files(
                 continue
             text = source.text
             known = Known(
-                mentions_flag(text),
+                gates.mentions_flag(text),
                 _may_reexport(path, text),
-                mentions_state(text),
+                gates.mentions_state(text),
                 imports_te(text),
                 bytes_digest(source.raw),
                 len(source.raw),

@@ -1,30 +1,28 @@
-"""The byte prefilter: which files can have a finding at all, from their text alone.
+"""Every text-level shortcut the analysis takes for speed, behind one switch.
 
-Every other file costs a search or two and is never parsed. ``_TE_IMPORT`` and
-``_TE_CLASS_WORD`` are the specification; the ``str.find`` searches are what runs.
+The byte prefilter (``Gates.mentions_flag``) says which files can have a finding at all, from
+their text alone: every other file costs a search or two and is never parsed. ``_TE_IMPORT``
+and ``_TE_CLASS_WORD`` are the specification; the ``str.find`` searches are what runs.
+
+The switch is a value passed into the analysis and the run, never a module global: ``ON``
+(the default: every shortcut taken) or ``OFF`` (each gives its permissive answer), an
+instance of ``Gates`` or of ``Open``. A face, a run or a test hands it to ``analyze_source``
+/ ``analyze_tree`` (``gates=``) or in its ``records.Job``; each piece of the analysis asks the
+object it was given. ``tests/test_gates.py`` runs the catalogue and the lifecycle packages
+with ``OFF`` and gets the same findings.
 """
 
 from __future__ import annotations
 
 import re
 from bisect import bisect_left
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from lint_rules.te import FLAG, TE_MODULE_CLASSES, TE_ROOT
 
 if TYPE_CHECKING:
     import ast
-
-GATES = True
-"""Every text-level shortcut the analysis takes for speed asks this switch: this prefilter,
-``te_file``, the lines the walk visits (``interesting_lines``), the calls it hands over,
-``sites.may_be_module`` and ``SharedModule._may_repeat`` (``checks``), the lines a run shares
-facts from (``state_lines``), the functions a file hands to ``apply`` or a hook
-(``handed_names``), the unread files a run reads for the names its verdicts need and the lines
-it reads there (``spelled_in``, ``lines_of``, ``analysis.gather``). Off
-(``tests/test_gates.py``), each gives its permissive answer, and the findings must be the
-same."""
 
 _SEPARATED = r"(?:[ \t\f]|\\(?:\r\n|\r|\n))"
 _TE_IMPORT = re.compile(
@@ -42,12 +40,13 @@ _TE_CLASS_WORD = re.compile(r"(?<![\w])(?:{})\b".format("|".join(sorted(TE_MODUL
 
 
 def mentions_flag(text: str) -> bool:
-    """The byte prefilter: only files that spell the flag, or that import TE and name a class
-    that takes it (a positional flag may be named anything), can have a finding.
+    """The byte prefilter (``Gates.mentions_flag``): only files that spell the flag, or that
+    import TE and name a class that takes it (a positional flag may be named anything), can
+    have a finding.
 
     Every other file costs a byte search or two and is never parsed.
     """
-    return not GATES or FLAG in text or te_file(text)
+    return FLAG in text or te_file(text)
 
 
 def _is_word(char: str) -> bool:
@@ -112,8 +111,6 @@ def te_file(text: str) -> bool:
     """Whether a positional flag can reach a TE module in this file: it imports TE and names a
     class that takes the flag (resolution stays in the file, so a TE module called here is
     constructed, declared or subclassed here by such a name)."""
-    if not GATES:
-        return True
     return TE_ROOT in text and _imports_te(text) and _names_te_class(text)
 
 
@@ -126,14 +123,11 @@ every statement of the file."""
 
 def may_declare_global(text: str) -> bool:
     """Whether a function of the file may declare a ``global`` (it spells the word)."""
-    return not GATES or "global" in text
+    return "global" in text
 
 
-def state_lines(text: str) -> list[int] | None:
-    """The lines (1-based, ascending) whose statements a run shares as lifecycle facts;
-    None with the gates off (every statement)."""
-    if not GATES:
-        return None
+def state_lines(text: str) -> list[int]:
+    """The lines (1-based, ascending) whose statements a run shares as lifecycle facts."""
     lowered = text.lower()
     if "\r" in lowered:  # lines as ``ast`` numbers them (a lone CR ends one too)
         from lint_rules.findings import split_lines
@@ -185,17 +179,14 @@ def interesting_lines(text: str, lines: Callable[[], list[str]], te_file: bool) 
 
 def mentions_state(text: str) -> bool:
     """Whether a run over several files may share lifecycle facts of this file: some line
-    spells a state word (``state_lines``); always, with the gates off."""
-    if not GATES:
-        return True
+    spells a state word (``state_lines``)."""
     lowered = text.lower()
     return any(word in lowered for word in STATE_WORDS)
 
 
-def spells_any(text: str | None, names: set[str]) -> bool:
-    """Whether ``text`` spells one of ``names`` (None: no text, so it may); always, with the
-    gates off."""
-    return not GATES or text is None or any(name in text for name in names)
+def spells_any(text: str | None, names: Iterable[str]) -> bool:
+    """Whether ``text`` spells one of ``names`` (None: no text, so it may)."""
+    return text is None or any(name in text for name in names)
 
 
 def spans_a_mark(marks: list[int] | None, node: ast.stmt) -> bool:
@@ -211,9 +202,9 @@ def spans_a_mark(marks: list[int] | None, node: ast.stmt) -> bool:
 
 def lines_spelling(data: bytes, needle: bytes) -> list[int] | None:
     """The lines (as ``ast`` numbers them, ascending) of a file's bytes where ``needle``
-    occurs: only the statements spanning them can read a name (``builds``). None with the
-    gates off, or when a lone carriage return may end a line: every statement is walked."""
-    if not GATES or b"\r" in data:
+    occurs: only the statements spanning them can read a name (``builds``). None when a lone
+    carriage return may end a line: every statement is walked."""
+    if b"\r" in data:
         return None
     lines, at = [], data.find(needle)
     while at != -1:
@@ -230,12 +221,10 @@ _HANDED = re.compile(
 ``register_forward_pre_hook(self._hook)``, ``apply(partial(fn, ...))``)."""
 
 
-def handed_names(text: str) -> frozenset[str] | None:
-    """The names a file hands to ``apply``/a hook registration, from its text; None with the
-    gates off (the tree is read instead, ``collector.Collector._applied``). The pattern is
+def handed_names(text: str) -> frozenset[str]:
+    """The names a file hands to ``apply``/a hook registration, from its text (with the
+    gates off the tree is read instead, ``collector.Collector._applied``). The pattern is
     tried only where ``apply(`` or ``hook(`` may start (``str.find``)."""
-    if not GATES:
-        return None
     names: set[str] = set()
     for word in ("apply", "register_"):
         at = text.find(word)
@@ -248,11 +237,9 @@ def handed_names(text: str) -> frozenset[str] | None:
     return frozenset(names)
 
 
-def lines_of(text: str, words: Sequence[str]) -> list[int] | None:
+def lines_of(text: str, words: Sequence[str]) -> list[int]:
     """The lines (as ``ast`` numbers them, ascending) that spell one of ``words``: the only
-    statements that can call or write them; None with the gates off (every statement)."""
-    if not GATES:
-        return None
+    statements that can call or write them."""
     if "\r" in text:
         from lint_rules.findings import split_lines
 
@@ -263,8 +250,165 @@ def lines_of(text: str, words: Sequence[str]) -> list[int] | None:
 
 
 def spelled_in(data: bytes, names: Sequence[str]) -> list[str]:
-    """The ``names`` a file's bytes spell (ASCII names, searched without decoding); all of
-    them with the gates off."""
-    if not GATES:
-        return list(names)
+    """The ``names`` a file's bytes spell (ASCII names, searched without decoding)."""
     return [name for name in names if name.encode("ascii", "ignore") in data]
+
+
+def lines_naming(lines: Sequence[str], names: Iterable[str]) -> list[int]:
+    """The lines (numbered from 1, ascending) of ``lines`` that spell one of ``names``."""
+    return [n for n, line in enumerate(lines, start=1) if any(name in line for name in names)]
+
+
+_NO_POSITIONAL = 1 << 30
+"""``Walker``'s ``positional`` where no call can pass the flag positionally (it does not
+import TE): only keyword flags and splats are looked at."""
+
+
+class Gates:
+    """The switch, on: every text-level shortcut is taken. Each method is one shortcut (what
+    a piece of the analysis asks of a text), and ``Open`` overrides each with its permissive
+    answer; nothing outside this module asks whether the gates are on. Pass ``ON`` or
+    ``OFF``."""
+
+    on = True
+    caches = True
+    """Whether a run may read and write the project index and the result cache (what they
+    keep was found with the gates on)."""
+
+    def __reduce__(self) -> str:
+        return "ON" if self.on else "OFF"  # one object per setting, in a worker too
+
+    def __repr__(self) -> str:
+        return f"prefilter.{self.__reduce__()}"
+
+    def mentions_flag(self, text: str) -> bool:
+        """The byte prefilter: whether a file can have a finding at all (``mentions_flag``)."""
+        return mentions_flag(text)
+
+    def te_file(self, text: str) -> bool:
+        """Whether a positional flag can reach a TE module in this file (``te_file``)."""
+        return te_file(text)
+
+    def interesting_lines(
+        self, text: str, lines: Callable[[], list[str]], te_file: bool
+    ) -> list[int] | None:
+        """The lines whose statements the walk visits (``interesting_lines``); None: all."""
+        return interesting_lines(text, lines, te_file)
+
+    def positional(self, te_file: bool) -> int | None:
+        """How many positional arguments a call the walk hands over has at least (a
+        positional flag is looked for where TE is imported); None: every call."""
+        return 2 if te_file else _NO_POSITIONAL
+
+    def guesses_callees(self) -> bool:
+        """Whether a call may be told no TE module from its name, without resolving it
+        (``sites.may_be_module``)."""
+        return True
+
+    def spelled_twice(self, text: str, names: Iterable[str]) -> bool:
+        """Whether a function's text spells one of ``names`` more than once: a callee named
+        once is called once (``checks.SharedModule``)."""
+        return any(text.count(name) > 1 for name in names)
+
+    def lines_naming(
+        self, lines: Callable[[], list[str]], names: Iterable[str]
+    ) -> list[int] | None:
+        """The lines (ascending) that spell one of ``names`` (``lines()``: the text's lines
+        as ``ast`` numbers them): the only statements that can use them; None: every one."""
+        return lines_naming(lines(), names)
+
+    def may_declare_global(self, text: str) -> bool:
+        """Whether a function of the file may declare a ``global``."""
+        return may_declare_global(text)
+
+    def handed_names(self, text: str) -> frozenset[str] | None:
+        """The names a file hands to ``apply``/a hook registration (``handed_names``);
+        None: read the tree."""
+        return handed_names(text)
+
+    def state_lines(self, text: str) -> list[int] | None:
+        """The lines whose statements a run shares as lifecycle facts; None: every one."""
+        return state_lines(text)
+
+    def mentions_state(self, text: str) -> bool:
+        """Whether a run over several files may share lifecycle facts of this file."""
+        return mentions_state(text)
+
+    def spells_any(self, text: str | None, names: Iterable[str]) -> bool:
+        """Whether ``text`` spells one of ``names`` (``spells_any``)."""
+        return spells_any(text, names)
+
+    def lines_spelling(self, data: bytes, needle: bytes) -> list[int] | None:
+        """The lines of a file's bytes where ``needle`` occurs (``lines_spelling``)."""
+        return lines_spelling(data, needle)
+
+    def lines_of(self, text: str, words: Sequence[str]) -> list[int] | None:
+        """The lines that spell one of ``words`` (``lines_of``); None: every one."""
+        return lines_of(text, words)
+
+    def spelled_in(self, data: bytes, names: Sequence[str]) -> list[str]:
+        """The ``names`` a file's bytes spell (``spelled_in``)."""
+        return spelled_in(data, names)
+
+
+class Open(Gates):
+    """The switch, off: every gate open, each shortcut's permissive answer (every file may
+    have a finding, every line and statement is walked, every name is spelled)."""
+
+    on = False
+    caches = False
+
+    def mentions_flag(self, text: str) -> bool:
+        return True
+
+    def te_file(self, text: str) -> bool:
+        return True
+
+    def interesting_lines(
+        self, text: str, lines: Callable[[], list[str]], te_file: bool
+    ) -> list[int] | None:
+        return None
+
+    def positional(self, te_file: bool) -> int | None:
+        return None if te_file else _NO_POSITIONAL
+
+    def guesses_callees(self) -> bool:
+        return False
+
+    def spelled_twice(self, text: str, names: Iterable[str]) -> bool:
+        return True
+
+    def lines_naming(
+        self, lines: Callable[[], list[str]], names: Iterable[str]
+    ) -> list[int] | None:
+        return None
+
+    def may_declare_global(self, text: str) -> bool:
+        return True
+
+    def handed_names(self, text: str) -> frozenset[str] | None:
+        return None
+
+    def state_lines(self, text: str) -> list[int] | None:
+        return None
+
+    def mentions_state(self, text: str) -> bool:
+        return True
+
+    def spells_any(self, text: str | None, names: Iterable[str]) -> bool:
+        return True
+
+    def lines_spelling(self, data: bytes, needle: bytes) -> list[int] | None:
+        return None
+
+    def lines_of(self, text: str, words: Sequence[str]) -> list[int] | None:
+        return None
+
+    def spelled_in(self, data: bytes, names: Sequence[str]) -> list[str]:
+        return list(names)
+
+
+ON = Gates()
+"""The gates on: the default of every entry point."""
+OFF = Open()
+"""The gates off (``tests/test_gates.py``): the findings must be the same as with ``ON``."""

@@ -123,9 +123,19 @@ class Project:
             return None
         self.names.add(name)
         export = self.index.get(name)
-        if export is None:
+        if export is None or export.kind == "forwarder":
             return None
         return Kind(PROJECT_TAGS[export.kind == "factory"], name)
+
+    def forwarder(self, qual: str) -> Export | None:
+        """An imported function of another file that passes its parameter on to TE as the
+        flag (``forwarders``), when the index holds it as one."""
+        name = absolute(qual, self.package)
+        if name is None or _is_te(name):
+            return None
+        self.names.add(name)
+        export = self.index.get(name)
+        return export if export is not None and export.kind == "forwarder" else None
 
     def label_node(self, qual: str, label: str) -> ast.ClassDef | None:
         """A stand-in class node that names a project class in messages (one per class, so

@@ -18,6 +18,7 @@ try:  # the module behind hashlib.blake2b, without loading OpenSSL (a few ms at 
 except ImportError:  # pragma: no cover - other Pythons
     from hashlib import blake2b
 
+from lint_rules.analysis.prefilter import ON, Gates
 from lint_rules.settings import Settings
 
 
@@ -134,6 +135,9 @@ class Job:
     name_writes: bool = False
     """``write``: the process that renames a fixed file into place says ``fixed PATH (N
     findings)`` on stderr before a Ctrl-C held back during the rename is let through."""
+    gates: Gates = ON
+    """The text-level shortcuts of the run (``prefilter``): ``OFF`` only in the test that
+    every answer is the same without them."""
 
 
 NOT_IN_CACHE_KEY = frozenset(

@@ -253,11 +253,11 @@ def run_crossfile(
         for key in sorted(asked):
             facts.answers[key] = answers.answer(key)
 
-    answers = builds.Answers(plan.files)  # reads nothing until asked
+    answers = builds.Answers(plan.files, job.gates)  # reads nothing until asked
 
     index = {}
     facts = run_facts(outcomes, active)
-    gather_run(facts, outcomes, active, plan.files)  # the facts of files left unread
+    gather_run(facts, outcomes, active, plan.files, job.gates)  # the facts of unread files
     rounds = settling = 0
     while True:
         index = build_index(outcomes, module_names)

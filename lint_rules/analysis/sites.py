@@ -12,7 +12,6 @@ import functools
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from lint_rules.analysis import prefilter
 from lint_rules.analysis.resolve import Callee, TEModule, TERejects, Unresolved
 from lint_rules.analysis.stateful import constant_index
 from lint_rules.analysis.symbols import Scope, contains, dotted, is_none, span
@@ -145,7 +144,7 @@ def may_be_module(a: Analysis, func: ast.expr) -> bool:
     can only when ``name`` is ``forward``, a wrapper's name, or a name an in-file class holds
     a value under (``te.Linear(...)``, ``torch.cat(...)``, ``h.masked_fill(...)`` cannot).
     Only for a call that could pass the flag positionally, where no other rule applies."""
-    if type(func) is not ast.Attribute or not prefilter.GATES:
+    if type(func) is not ast.Attribute or not a.gates.guesses_callees():
         return True
     name = func.attr  # type: ignore[attr-defined]
     if name == "forward" or name in FORWARDER_NAMES:

@@ -17,7 +17,6 @@ import ast
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from lint_rules.analysis import prefilter
 from lint_rules.analysis.kinds import Kind, Tag, TEModule
 from lint_rules.analysis.nodes import dotted
 from lint_rules.analysis.walk import COMPREHENSIONS, Context, Walker, exclusive
@@ -142,7 +141,7 @@ class StatefulCheck:
             for key, export in project.index.items()
             if export.stateful or export.kind == "factory"
         }
-        return bool(names) and prefilter.spells_any(self.a.source, names)
+        return bool(names) and self.a.gates.spells_any(self.a.source, names)
 
     def tie(self, kind: Kind, depth: int = 0) -> tuple[Evidence, ...] | None:
         """The chain from a value to a stateful TE wrapper it is or holds, if any."""

@@ -109,7 +109,7 @@ copied file's evidence names that file."""
 STATS = "@stat"
 """The key of the project index by file (``ResultCache.stats``) in the cache file."""
 
-STAT_FIELDS = 12
+STAT_FIELDS = 11
 RACY_S = 2.0
 
 
@@ -123,8 +123,9 @@ class ResultCache:
         self.path = os.path.join(self.directory, f"{cwd}.json")
         self.entries: dict[str, list[Any]] = {}
         self.stats: dict[str, list[Any]] = {}
-        """The project index by file: ``abspath -> [dev, ino, size, mtime_ns, gates, *Known,
-        when]``; a file whose stat still matches is not read again (``plan.Known``)."""
+        """The project index by file: ``abspath -> [dev, ino, size, mtime_ns, *Known, when]``;
+        a file whose stat still matches is not read again (``plan.Known``). A run with the
+        text gates off uses none of it (``prefilter.Gates.caches``)."""
         self.dirty = False
         self.now = int(time.time())
         loaded = _load(self.path)
@@ -144,26 +145,18 @@ class ResultCache:
             info = os.stat(path)
         except OSError:
             return None
-        from lint_rules.analysis import prefilter
-
-        same = record[:5] == [
-            info.st_dev,
-            info.st_ino,
-            info.st_size,
-            info.st_mtime_ns,
-            prefilter.GATES,
-        ]
+        same = record[:4] == [info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns]
         if not same or not stat.S_ISREG(info.st_mode):
             return None
         from lint_rules.analysis.plan import Known
 
         try:
-            flag, reexport, state, te, digest, size = record[5:11]
+            flag, reexport, state, te, digest, size = record[4:10]
             known = Known(bool(flag), bool(reexport), bool(state), bool(te), str(digest), int(size))
         except (TypeError, ValueError):
             return None
-        if self.now - record[11] > 86400:
-            record[11] = self.now
+        if self.now - record[10] > 86400:
+            record[10] = self.now
             self.dirty = True
         return known
 
@@ -175,9 +168,7 @@ class ResultCache:
             return
         if identity[3] > (time.time() - RACY_S) * 1e9:
             return
-        from lint_rules.analysis import prefilter
-
-        self.stats[os.path.abspath(path)] = [*identity, prefilter.GATES, *known, self.now]
+        self.stats[os.path.abspath(path)] = [*identity, *known, self.now]
         self.dirty = True
 
     def get(self, digest: str, path: str) -> Outcome | None:

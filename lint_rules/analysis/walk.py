@@ -12,6 +12,7 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from lint_rules.analysis.blocks import leaves
 from lint_rules.analysis.symbols import Branch, FunctionNode, dotted, target_names
 from lint_rules.te import FLAG
 
@@ -96,10 +97,6 @@ def exclusive(path_a: Sequence[tuple[int, int]], path_b: Sequence[tuple[int, int
     return any(node in arms_a and arms_a[node] != arm for node, arm in path_b)
 
 
-def _leaves_block(stmt: ast.AST) -> bool:
-    return isinstance(stmt, (ast.Return, ast.Raise, ast.Continue, ast.Break))
-
-
 def _after_if(node: ast.If, ctx: Context) -> Context:
     """The context of what follows an ``if`` whose body (or ``else``) leaves the block.
 
@@ -107,11 +104,11 @@ def _after_if(node: ast.If, ctx: Context) -> Context:
     exclusive with the ``if`` body (like an ``else``); through an ``elif`` chain whose arms
     each leave, only when every test was false.
     """
-    if node.body and _leaves_block(node.body[-1]):
+    if node.body and leaves(node.body[-1]):
         ctx = ctx.branch(node.test, False, node, 1)
         if len(node.orelse) == 1 and isinstance(node.orelse[0], ast.If):
             ctx = _after_if(node.orelse[0], ctx)
-    elif node.orelse and _leaves_block(node.orelse[-1]):
+    elif node.orelse and leaves(node.orelse[-1]):
         ctx = ctx.branch(node.test, True, node, 0)
     return ctx
 

@@ -63,7 +63,7 @@ def fix_file(
     source = source or read_source(path)
     try:
         result = fix_source(
-            source.text, settings, job.disable_noqa, project, encoding=source.encoding
+            source.text, settings, job.disable_noqa, project, source.encoding, job.gates
         )
     except FixError as error:
         return Outcome(path, error=f"not fixed: {error}")
