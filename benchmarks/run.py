@@ -451,7 +451,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--jobs-max", type=int, default=os.cpu_count() or 1,
                    help="the N of `check -jN` (default: all cores)")
     p.add_argument("--timeout", type=float, default=1200.0, help="per command, seconds")
-    p.add_argument("--cache", type=Path, default=None, help="default $TE_LINT_CACHE or the user cache directory")
+    p.add_argument(
+        "--cache", type=Path, default=None, help="default $TE_LINT_CACHE or the user cache dir"
+    )
     p.add_argument("--out", type=Path, default=None, help="JSON results path")
     p.add_argument("--plot", type=Path, default=REPO_ROOT / "docs" / "scaling.png")
     p.add_argument("--no-plot", action="store_true")
