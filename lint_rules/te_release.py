@@ -138,24 +138,25 @@ def _own_release(folder: str) -> Inferred | None:
 
 @functools.lru_cache(maxsize=1024)
 def infer(folder: str) -> Inferred:
-    """The TE release the project holding ``folder`` pins (the nearest project above it)."""
+    """The TE release the project holding ``folder`` pins (the nearest project above it).
+    A folder that is no project answers as its parent (cached too: the folders of a tree
+    share their walk up, and each folder's files are listed once)."""
     current = os.path.abspath(folder)
-    while True:
-        own = _own_release(current)
-        if own is not None:
-            return own
-        if _is_project(current):
-            for requirement, path in _requirements(current):
-                match = _TE_REQUIREMENT.match(requirement)
-                if match is None:
-                    continue
-                release = release_of_spec(match["spec"])
-                if release is not None:
-                    text = f"{release[0]}.{release[1]}"
-                    shown = requirement.split("#", 1)[0].strip()
-                    return Inferred(text, f"inferred from {path} ({shown})")
-            return Inferred("", f"newest known ({NEWEST[0]}.{NEWEST[1]}): {current} pins no TE")
-        parent = os.path.dirname(current)
-        if parent == current:
-            return Inferred("", f"newest known ({NEWEST[0]}.{NEWEST[1]}): no project pins TE")
-        current = parent
+    own = _own_release(current)
+    if own is not None:
+        return own
+    if _is_project(current):
+        for requirement, path in _requirements(current):
+            match = _TE_REQUIREMENT.match(requirement)
+            if match is None:
+                continue
+            release = release_of_spec(match["spec"])
+            if release is not None:
+                text = f"{release[0]}.{release[1]}"
+                shown = requirement.split("#", 1)[0].strip()
+                return Inferred(text, f"inferred from {path} ({shown})")
+        return Inferred("", f"newest known ({NEWEST[0]}.{NEWEST[1]}): {current} pins no TE")
+    parent = os.path.dirname(current)
+    if parent == current:
+        return Inferred("", f"newest known ({NEWEST[0]}.{NEWEST[1]}): no project pins TE")
+    return infer(parent)
