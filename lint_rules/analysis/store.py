@@ -110,6 +110,9 @@ STATS = "@stat"
 """The key of the project index by file (``ResultCache.stats``) in the cache file."""
 
 STAT_FIELDS = 12
+
+ANSWERS = "@answers"
+"""The key of the run's answers (``ResultCache.answers``) in the cache file."""
 RACY_S = 2.0
 
 
@@ -125,14 +128,21 @@ class ResultCache:
         self.stats: dict[str, list[Any]] = {}
         """The project index by file: ``abspath -> [dev, ino, size, mtime_ns, gates, *Known,
         when]``; a file whose stat still matches is not read again (``plan.Known``)."""
+        self.answers: dict[str, list[Any]] = {}
+        """The answers of runs to the questions of verdicts (``builds``): ``digest -> [when,
+        answer]``, the digest of the question and of every file of the run, by path and bytes
+        (``answer_of``)."""
         self.dirty = False
         self.now = int(time.time())
         loaded = _load(self.path)
         if isinstance(loaded, dict):
             stats = loaded.pop(STATS, None)
+            answers = loaded.pop(ANSWERS, None)
             self.entries = loaded
             if isinstance(stats, dict):
                 self.stats = stats
+            if isinstance(answers, dict):
+                self.answers = answers
 
     def known(self, path: str) -> Any:
         """What the index knows of the bytes of the file at ``path`` (``plan.Known``), when
@@ -178,6 +188,33 @@ class ResultCache:
         from lint_rules.analysis import prefilter
 
         self.stats[os.path.abspath(path)] = [*identity, prefilter.GATES, *known, self.now]
+        self.dirty = True
+
+    def answer_of(self, digest: str) -> tuple[bool, Any]:
+        """``(True, answer)`` when the answer stored under ``digest`` is known, else
+        ``(False, None)``: an answer is a tuple of ``findings.Evidence``, or None."""
+        entry = self.answers.get(digest)
+        if not isinstance(entry, list) or len(entry) != 2 or not _is_time(entry[0]):
+            return False, None
+        rows = entry[1]
+        if rows is None:
+            found = None
+        else:
+            from lint_rules.findings import Evidence
+
+            try:
+                found = tuple(_evidence(row, Evidence) for row in rows)
+            except (TypeError, ValueError):
+                return False, None
+        if self.now - entry[0] > 86400:
+            entry[0] = self.now
+            self.dirty = True
+        return True, found
+
+    def keep_answer(self, digest: str, answer: Any) -> None:
+        """Store a run's answer (``answer_of``)."""
+        rows = None if answer is None else [[e.message, e.line, e.col, e.path] for e in answer]
+        self.answers[digest] = [self.now, rows]
         self.dirty = True
 
     def get(self, digest: str, path: str) -> Outcome | None:
@@ -238,6 +275,11 @@ class ResultCache:
             for k, v in self.stats.items()
             if isinstance(v, list) and len(v) == STAT_FIELDS and _is_time(v[-1]) and v[-1] >= oldest
         }
+        kept[ANSWERS] = {
+            k: v
+            for k, v in self.answers.items()
+            if isinstance(v, list) and len(v) == 2 and _is_time(v[0]) and v[0] >= oldest
+        }
         import tempfile
 
         with contextlib.suppress(OSError, ValueError, TypeError, RecursionError):
@@ -289,6 +331,16 @@ def _row_ok(row: Any) -> bool:
             for name, value in zip(_FIELDS, row)
         )
     )
+
+
+def _evidence(row: Any, evidence: Any) -> Any:
+    """A stored step of an answer's evidence (``[message, line, col, path]``)."""
+    message, line, col, path = row
+    if not (isinstance(message, str) and _optional_int(line, col) and line is not None):
+        raise ValueError(row)
+    if col is None or not (path is None or isinstance(path, str)):
+        raise ValueError(row)
+    return evidence(message, line, col, path)
 
 
 def _optional_int(*values: Any) -> bool:
