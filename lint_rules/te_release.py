@@ -18,6 +18,7 @@ once per process.
 from __future__ import annotations
 
 import configparser
+import fnmatch
 import functools
 import glob
 import os
@@ -113,15 +114,29 @@ def _requirements(folder: str) -> list[tuple[str, str]]:
     return found
 
 
-def _is_project(folder: str) -> bool:
-    if any(os.path.isfile(os.path.join(folder, name)) for name in _PROJECT_FILES):
+def _is_project(folder: str, names: list[str]) -> bool:
+    """Whether ``folder`` (its entries: ``names``) holds a project file."""
+    if any(
+        name in names and os.path.isfile(os.path.join(folder, name)) for name in _PROJECT_FILES
+    ):
         return True
-    return bool(glob.glob(os.path.join(glob.escape(folder), "requirements*.txt")))
+    return bool(fnmatch.filter(names, "requirements*.txt"))
 
 
-def _own_release(folder: str) -> Inferred | None:
+def _entries(folder: str) -> list[str]:
+    """The names in ``folder`` (one listing: each file of a project is then looked for by
+    name, not with a system call each)."""
+    try:
+        return os.listdir(folder)
+    except OSError:
+        return []
+
+
+def _own_release(folder: str, names: list[str]) -> Inferred | None:
     """TE's own source tree (TransformerEngine and its forks, such as ROCm's) pins no TE: it
     says its release in ``build_tools/VERSION.txt`` beside the ``transformer_engine`` package."""
+    if "transformer_engine" not in names or "build_tools" not in names:
+        return None
     path = os.path.join(folder, "build_tools", "VERSION.txt")
     if not os.path.isdir(os.path.join(folder, "transformer_engine")) or not os.path.isfile(path):
         return None
@@ -142,10 +157,11 @@ def infer(folder: str) -> Inferred:
     A folder that is no project answers as its parent (cached too: the folders of a tree
     share their walk up, and each folder's files are listed once)."""
     current = os.path.abspath(folder)
-    own = _own_release(current)
+    names = _entries(current)
+    own = _own_release(current, names)
     if own is not None:
         return own
-    if _is_project(current):
+    if _is_project(current, names):
         for requirement, path in _requirements(current):
             match = _TE_REQUIREMENT.match(requirement)
             if match is None:
