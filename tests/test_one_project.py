@@ -292,3 +292,33 @@ def test_processes_sharing_the_index_never_serve_a_stale_verdict(tmp_path: Path)
     for index in cache.rglob("*.json"):
         json.loads(index.read_text(encoding="utf-8"))  # never torn
     assert _same_as_fresh(root, LAYERS, cache) == fresh
+
+
+def test_processes_sharing_the_index_run_a_project_once(tmp_path: Path) -> None:
+    """Two users of one index (flake8's ``-j`` workers, parallel pre-commit runs): the second
+    waits while the first runs the project, then reads what it wrote instead of running the
+    project again. Two openings of the lock file exclude each other as two processes do."""
+    import threading
+
+    from lint_rules.analysis.records import Outcome
+    from lint_rules.analysis.store import ResultCache
+
+    first, second = ResultCache(str(tmp_path)), ResultCache(str(tmp_path))
+    assert not first.entries and not second.entries  # both read it empty
+    entered, waited = threading.Event(), []
+
+    def other() -> None:
+        entered.wait(timeout=60)
+        with second.run_once():
+            waited.append(dict(second.entries))
+
+    thread = threading.Thread(target=other)
+    thread.start()
+    with first.run_once():
+        entered.set()
+        thread.join(timeout=0.3)
+        assert thread.is_alive()  # waiting for the first run
+        outcome = Outcome("a.py", digest="d" * 40, cacheable=True)
+        first.put(outcome)
+    thread.join(timeout=60)
+    assert waited and "d" * 40 in waited[0]  # read what the first run wrote

@@ -31,6 +31,7 @@ import os
 import stat
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import astuple, fields
 from typing import Any
 
@@ -134,6 +135,14 @@ class ResultCache:
         (``answer_of``)."""
         self.dirty = False
         self.now = int(time.time())
+        self._read: Any = None
+        """The stat of the cache file when it was read (``run_once`` reads it again if it
+        changed)."""
+        self._held = 0
+        self._read_file()
+
+    def _read_file(self) -> None:
+        self._read = _identity(self.path)
         loaded = _load(self.path)
         if isinstance(loaded, dict):
             stats = loaded.pop(STATS, None)
@@ -143,6 +152,32 @@ class ResultCache:
                 self.stats = stats
             if isinstance(answers, dict):
                 self.answers = answers
+
+    @contextlib.contextmanager
+    def run_once(self) -> Iterator[None]:
+        """Held around a project's run, then ``save``: processes sharing the index (flake8's
+        ``-j`` workers, parallel pre-commit runs) run one at a time, and each reads what the
+        previous one wrote (the file is read again if it changed and nothing is unsaved), so
+        a project is analysed once, not once per process. Without ``fcntl`` (Windows), or where
+        no lock file can be made, each process runs on its own (still correct)."""
+        if self._held:
+            self._held += 1
+            try:
+                yield
+            finally:
+                self._held -= 1
+            return
+        handle = _lock(self.directory, self.path + ".lock")
+        self._held = 1
+        try:
+            if not self.dirty and _identity(self.path) != self._read:
+                self._read_file()
+            yield
+            self.save()
+        finally:
+            self._held = 0
+            if handle is not None:
+                os.close(handle)  # releases the lock
 
     def known(self, path: str) -> Any:
         """What the index knows of the bytes of the file at ``path`` (``plan.Known``), when
@@ -349,6 +384,46 @@ def _optional_int(*values: Any) -> bool:
 
 def _is_time(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _identity(path: str) -> Any:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+
+
+LOCK_WAIT_S = 300.0
+"""How long a process waits for another's run of the project before running its own."""
+
+
+def _lock(directory: str, path: str) -> int | None:
+    """An open descriptor of ``path`` holding its exclusive lock (None: no lock)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        return None
+    flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        os.makedirs(directory, exist_ok=True)
+        handle = os.open(path, flags, 0o600)
+    except OSError:
+        return None
+    waited = 0.0
+    while True:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return handle
+        except BlockingIOError:
+            if waited >= LOCK_WAIT_S:
+                break
+        except OSError:  # no locks on this file system
+            break
+        time.sleep(0.01)
+        waited += 0.01
+    os.close(handle)
+    return None
 
 
 def _load(path: str) -> Any:
