@@ -17,10 +17,8 @@ once per process.
 
 from __future__ import annotations
 
-import configparser
 import fnmatch
 import functools
-import glob
 import os
 import re
 import sys
@@ -92,6 +90,8 @@ def _requirements(folder: str) -> list[tuple[str, str]]:
             for extra in (project.get("optional-dependencies", {}) or {}).values():
                 listed.extend(extra if isinstance(extra, list) else [])
             found.extend((r, pyproject) for r in listed if isinstance(r, str))
+    import glob  # only where a folder holds a project file
+
     for path in sorted(glob.glob(os.path.join(glob.escape(folder), "requirements*.txt"))):
         try:
             with open(path, encoding="utf-8", errors="replace") as handle:
@@ -100,6 +100,8 @@ def _requirements(folder: str) -> list[tuple[str, str]]:
             continue
     setup_cfg = os.path.join(folder, "setup.cfg")
     if os.path.isfile(setup_cfg):
+        import configparser
+
         parser = configparser.ConfigParser(interpolation=None)
         try:
             parser.read(setup_cfg, encoding="utf-8")
@@ -116,9 +118,7 @@ def _requirements(folder: str) -> list[tuple[str, str]]:
 
 def _is_project(folder: str, names: list[str]) -> bool:
     """Whether ``folder`` (its entries: ``names``) holds a project file."""
-    if any(
-        name in names and os.path.isfile(os.path.join(folder, name)) for name in _PROJECT_FILES
-    ):
+    if any(name in names and os.path.isfile(os.path.join(folder, name)) for name in _PROJECT_FILES):
         return True
     return bool(fnmatch.filter(names, "requirements*.txt"))
 

@@ -100,7 +100,6 @@ def run_crossfile(
     once the index has settled, with ``view``: a function from a path and its settings to the
     ``analysis.Project`` a text at that path is judged with (stdin: a buffer not on disk)."""
     from lint_rules.analysis import builds
-    from lint_rules.analysis.project import Project
 
     modules = Modules(roots)
     layout = {p: modules.names(plan.files[p]) for p, _ in (*plan.passed, *plan.deferred)}
@@ -116,6 +115,8 @@ def run_crossfile(
     outcomes: list[Outcome | None] = list(plan.done)
 
     def project(place: int, index: Index) -> Project:
+        from lint_rules.analysis.project import Project  # a run served whole never needs it
+
         path = plan.files[place]
         view = Project(layout[place][1], index, facts.without(path) if facts else None)
         if settings[place].fix_strategy == "guard":
