@@ -12,7 +12,11 @@ whose run then checks that what it read of the other files is unchanged (``analy
 All is in one JSON file per version of the linter's own code and per working directory,
 ``<cache dir>/<version>-<code hash>/<cwd hash>.json``, written whole and atomically (a
 temporary file renamed): processes sharing it (flake8 ``-j``, two pre-commit runs) never
-read a torn file; the last writer wins and the others' entries are only recomputed. The code
+read a torn file. They run a project one at a time (``run_once``: a lock file beside it),
+each reading what the one before wrote, so the project is analysed once; where no lock can
+be taken, the last writer wins and the others' entries are only recomputed. The answers a
+run gives to the questions of its verdicts (``builds``) are kept too, under the question and
+every file of the run by path and bytes. The code
 hash covers the size and mtime of every module of ``lint_rules``, so an edited or upgraded
 linter never reads old results. Paths are not part of the key: a moved or copied file hits
 too, its evidence named after it. Entries not used for 30 days are dropped when the file is
