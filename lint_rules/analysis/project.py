@@ -23,12 +23,11 @@ from collections.abc import Mapping
 from itertools import accumulate
 from typing import TYPE_CHECKING
 
-from lint_rules.analysis.exports import Export
+from lint_rules.analysis.exports import Export, matched
 from lint_rules.analysis.facts import EMPTY, FileFacts
 from lint_rules.analysis.kinds import NOT_TE, UNKNOWN, Kind, Tag
 from lint_rules.analysis.nodes import statements
 from lint_rules.analysis.runfacts import RunFacts
-from lint_rules.analysis.runindex import matched
 from lint_rules.te import TE_ROOT
 
 if TYPE_CHECKING:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 from bisect import bisect_left
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 try:  # the module behind hashlib.blake2b, without loading OpenSSL
@@ -15,6 +15,7 @@ except ImportError:  # pragma: no cover - other Pythons
 
 from typing import TYPE_CHECKING
 
+from lint_rules.analysis.exports import matched
 from lint_rules.analysis.records import Outcome
 
 if TYPE_CHECKING:
@@ -33,18 +34,6 @@ def used_digest(names: Sequence[str], index: Mapping[str, Export], keys: list[st
         return ""
     text = repr([(key, tuple(index[key])) for key in hits])
     return blake2b(text.encode("utf-8", "backslashreplace"), digest_size=16).hexdigest()
-
-
-def matched(names: Iterable[str], keys: list[str]) -> list[str]:
-    """The index keys (``keys``, sorted) that ``names`` reach: a name itself, or every key
-    under it when it is a module (``import pkg.layers as L`` reaches ``pkg.layers.X``)."""
-    found = []
-    for name in names:
-        at = bisect_left(keys, name)
-        while at < len(keys) and (keys[at] == name or keys[at].startswith(name + ".")):
-            found.append(keys[at])
-            at += 1
-    return sorted(set(found))
 
 
 def run_facts(outcomes: Sequence[Outcome | None], places: Sequence[int]) -> RunFacts:
