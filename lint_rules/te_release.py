@@ -17,9 +17,8 @@ once per process.
 
 from __future__ import annotations
 
-import configparser
+import fnmatch
 import functools
-import glob
 import os
 import re
 import sys
@@ -91,6 +90,8 @@ def _requirements(folder: str) -> list[tuple[str, str]]:
             for extra in (project.get("optional-dependencies", {}) or {}).values():
                 listed.extend(extra if isinstance(extra, list) else [])
             found.extend((r, pyproject) for r in listed if isinstance(r, str))
+    import glob  # only where a folder holds a project file
+
     for path in sorted(glob.glob(os.path.join(glob.escape(folder), "requirements*.txt"))):
         try:
             with open(path, encoding="utf-8", errors="replace") as handle:
@@ -99,6 +100,8 @@ def _requirements(folder: str) -> list[tuple[str, str]]:
             continue
     setup_cfg = os.path.join(folder, "setup.cfg")
     if os.path.isfile(setup_cfg):
+        import configparser
+
         parser = configparser.ConfigParser(interpolation=None)
         try:
             parser.read(setup_cfg, encoding="utf-8")
@@ -113,15 +116,27 @@ def _requirements(folder: str) -> list[tuple[str, str]]:
     return found
 
 
-def _is_project(folder: str) -> bool:
-    if any(os.path.isfile(os.path.join(folder, name)) for name in _PROJECT_FILES):
+def _is_project(folder: str, names: list[str]) -> bool:
+    """Whether ``folder`` (its entries: ``names``) holds a project file."""
+    if any(name in names and os.path.isfile(os.path.join(folder, name)) for name in _PROJECT_FILES):
         return True
-    return bool(glob.glob(os.path.join(glob.escape(folder), "requirements*.txt")))
+    return bool(fnmatch.filter(names, "requirements*.txt"))
 
 
-def _own_release(folder: str) -> Inferred | None:
+def _entries(folder: str) -> list[str]:
+    """The names in ``folder`` (one listing: each file of a project is then looked for by
+    name, not with a system call each)."""
+    try:
+        return os.listdir(folder)
+    except OSError:
+        return []
+
+
+def _own_release(folder: str, names: list[str]) -> Inferred | None:
     """TE's own source tree (TransformerEngine and its forks, such as ROCm's) pins no TE: it
     says its release in ``build_tools/VERSION.txt`` beside the ``transformer_engine`` package."""
+    if "transformer_engine" not in names or "build_tools" not in names:
+        return None
     path = os.path.join(folder, "build_tools", "VERSION.txt")
     if not os.path.isdir(os.path.join(folder, "transformer_engine")) or not os.path.isfile(path):
         return None
@@ -138,24 +153,26 @@ def _own_release(folder: str) -> Inferred | None:
 
 @functools.lru_cache(maxsize=1024)
 def infer(folder: str) -> Inferred:
-    """The TE release the project holding ``folder`` pins (the nearest project above it)."""
+    """The TE release the project holding ``folder`` pins (the nearest project above it).
+    A folder that is no project answers as its parent (cached too: the folders of a tree
+    share their walk up, and each folder's files are listed once)."""
     current = os.path.abspath(folder)
-    while True:
-        own = _own_release(current)
-        if own is not None:
-            return own
-        if _is_project(current):
-            for requirement, path in _requirements(current):
-                match = _TE_REQUIREMENT.match(requirement)
-                if match is None:
-                    continue
-                release = release_of_spec(match["spec"])
-                if release is not None:
-                    text = f"{release[0]}.{release[1]}"
-                    shown = requirement.split("#", 1)[0].strip()
-                    return Inferred(text, f"inferred from {path} ({shown})")
-            return Inferred("", f"newest known ({NEWEST[0]}.{NEWEST[1]}): {current} pins no TE")
-        parent = os.path.dirname(current)
-        if parent == current:
-            return Inferred("", f"newest known ({NEWEST[0]}.{NEWEST[1]}): no project pins TE")
-        current = parent
+    names = _entries(current)
+    own = _own_release(current, names)
+    if own is not None:
+        return own
+    if _is_project(current, names):
+        for requirement, path in _requirements(current):
+            match = _TE_REQUIREMENT.match(requirement)
+            if match is None:
+                continue
+            release = release_of_spec(match["spec"])
+            if release is not None:
+                text = f"{release[0]}.{release[1]}"
+                shown = requirement.split("#", 1)[0].strip()
+                return Inferred(text, f"inferred from {path} ({shown})")
+        return Inferred("", f"newest known ({NEWEST[0]}.{NEWEST[1]}): {current} pins no TE")
+    parent = os.path.dirname(current)
+    if parent == current:
+        return Inferred("", f"newest known ({NEWEST[0]}.{NEWEST[1]}): no project pins TE")
+    return infer(parent)

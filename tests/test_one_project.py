@@ -116,7 +116,8 @@ def test_single_file_gets_the_project_verdict_through_every_edit(tmp_path: Path)
         ),
         encoding="utf-8",
     )
-    _same_as_fresh(root, LAYERS, cache)
+    # LooseLinear is now built only under the switch: the index's answer is not served
+    assert [f[1] for f in _same_as_fresh(root, LAYERS, cache)] == [34]
     # the settings: TEM001 ignored for the project
     pyproject = root / "pyproject.toml"
     pyproject.write_text('[tool.te-microbatch-lint]\nignore = ["TEM001"]\n', encoding="utf-8")
@@ -133,6 +134,35 @@ def test_single_file_gets_the_project_verdict_through_every_edit(tmp_path: Path)
     shutil.copy(root / "model" / "layers.py", root / "model" / "copy.py")
     _same_as_fresh(root, "model/copy.py", cache)
     _same_as_fresh(root, LAYERS, cache)
+
+
+def test_a_warm_run_reads_the_answers_of_the_run_from_the_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where a class is built (``builds``) is answered once per content of the project's files:
+    a warm ``check FILE`` reads the answers from the index instead of reading every file, and
+    answers afresh once a file changes."""
+    from lint_rules.analysis import builds
+
+    root = _project(tmp_path, "built_under_switch")
+    cache = tmp_path / "cache"
+    first = _same_as_fresh(root, LAYERS, cache)
+    assert [f[1] for f in first] == [34, 45]
+    index = json.loads(next(cache.rglob("*.json")).read_text(encoding="utf-8"))
+    assert index["@answers"]  # the questions the verdicts asked, answered
+    asked: list[str] = []
+    answer = builds.Answers.answer
+
+    def counted(self: builds.Answers, key: str) -> object:
+        asked.append(key)
+        return answer(self, key)
+
+    monkeypatch.setattr(builds.Answers, "answer", counted)
+    warm = _verdicts(_json(["--cache-dir", str(cache), LAYERS], root), LAYERS)
+    assert warm == first and asked == []
+    specs = root / "model" / "specs.py"  # any file of the run changed: answered again
+    specs.write_text(specs.read_text(encoding="utf-8") + "\n", encoding="utf-8")
+    assert _same_as_fresh(root, LAYERS, cache) == first and asked
 
 
 def test_cache_never_serves_a_directory_result_to_a_file_judged_alone(tmp_path: Path) -> None:
@@ -262,3 +292,33 @@ def test_processes_sharing_the_index_never_serve_a_stale_verdict(tmp_path: Path)
     for index in cache.rglob("*.json"):
         json.loads(index.read_text(encoding="utf-8"))  # never torn
     assert _same_as_fresh(root, LAYERS, cache) == fresh
+
+
+def test_processes_sharing_the_index_run_a_project_once(tmp_path: Path) -> None:
+    """Two users of one index (flake8's ``-j`` workers, parallel pre-commit runs): the second
+    waits while the first runs the project, then reads what it wrote instead of running the
+    project again. Two openings of the lock file exclude each other as two processes do."""
+    import threading
+
+    from lint_rules.analysis.records import Outcome
+    from lint_rules.analysis.store import ResultCache
+
+    first, second = ResultCache(str(tmp_path)), ResultCache(str(tmp_path))
+    assert not first.entries and not second.entries  # both read it empty
+    entered, waited = threading.Event(), []
+
+    def other() -> None:
+        entered.wait(timeout=60)
+        with second.run_once():
+            waited.append(dict(second.entries))
+
+    thread = threading.Thread(target=other)
+    thread.start()
+    with first.run_once():
+        entered.set()
+        thread.join(timeout=0.3)
+        assert thread.is_alive()  # waiting for the first run
+        outcome = Outcome("a.py", digest="d" * 40, cacheable=True)
+        first.put(outcome)
+    thread.join(timeout=60)
+    assert waited and "d" * 40 in waited[0]  # read what the first run wrote

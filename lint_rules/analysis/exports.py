@@ -3,6 +3,8 @@ so that the result cache reads it back without loading the analysis."""
 
 from __future__ import annotations
 
+from bisect import bisect_left
+from collections.abc import Iterable
 from typing import NamedTuple
 
 
@@ -36,3 +38,15 @@ class Export(NamedTuple):
     """A class: the attribute its methods pass to TE as the flag (a stateful TE wrapper)."""
     param: str = ""
     """A forwarder: the parameter it passes on to TE as the flag."""
+
+
+def matched(names: Iterable[str], keys: list[str]) -> list[str]:
+    """The index keys (``keys``, sorted) that ``names`` reach: a name itself, or every key
+    under it when it is a module (``import pkg.layers as L`` reaches ``pkg.layers.X``)."""
+    found = []
+    for name in names:
+        at = bisect_left(keys, name)
+        while at < len(keys) and (keys[at] == name or keys[at].startswith(name + ".")):
+            found.append(keys[at])
+            at += 1
+    return sorted(set(found))

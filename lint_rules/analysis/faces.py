@@ -18,6 +18,7 @@ project root, when the project excludes it, when the project holds more than
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
@@ -188,7 +189,23 @@ class ProjectJudge:
     ) -> Iterator[tuple[int, Outcome]]:
         """The outcomes of a run over the project at ``root``, by place: of every file when
         nothing is written (kept for the next named files of the project), else of ``named``
-        only (the others are read for their facts, never written)."""
+        only (the others are read for their facts, never written). Processes sharing the
+        index run a project one at a time, each reading what the previous one wrote
+        (``store.ResultCache.run_once``)."""
+        once = getattr(self.cache, "run_once", None)
+        with once() if once is not None else contextlib.nullcontext():
+            yield from self._run(root, named, work, job, parse, workers, progress)
+
+    def _run(
+        self,
+        root: str,
+        named: list[str],
+        work: Work,
+        job: Job,
+        parse: Parse,
+        workers: int,
+        progress: Progress | None = None,
+    ) -> Iterator[tuple[int, Outcome]]:
         files = list(self.members(root) or [])
         for path in named:  # the files named go by the names they were given
             at = self._place(root, path)

@@ -44,6 +44,10 @@ class Plan:
     them first)."""
     started: Any = None
     """The machine's CPU time when the first pass began (``default_cpus``)."""
+    digests: list[str | None] = field(default_factory=list)
+    """The digest of each file's bytes (``Known.digest``), None where it was not read."""
+    cache: Any = None
+    """The project index the plan read (``store.ResultCache``), for what the run keeps."""
 
 
 def plan_files(
@@ -70,6 +74,7 @@ def plan_files(
     passed: list[tuple[int, Settings]] = []
     deferred: list[tuple[int, Settings]] = []
     te_importers: set[int] = set()
+    digests: list[str | None] = []
     size = 0
     gates = job.gates
     indexed = cache is not None and gates.caches and (job.mode == "check" or crossfile)
@@ -81,6 +86,7 @@ def plan_files(
                 source = read_source(path)
             except SourceError as error:
                 done.append(Outcome(path, error=error.reason))
+                digests.append(None)
                 if on_done is not None:
                     on_done()
                 continue
@@ -98,6 +104,7 @@ def plan_files(
             new_text = source.text if job.mode == "stdout" else None
         else:
             new_text = None
+        digests.append(known.digest)
         relevant = known.flag
         if not relevant and not (crossfile and known.reexport):
             outcome = Outcome(path, new_text=new_text)
@@ -121,7 +128,9 @@ def plan_files(
         done.append(outcome)
         if outcome is not None and on_done is not None:
             on_done()
-    return Plan(list(files), done, to_parse, size, passed, deferred, te_importers, started)
+    plan = Plan(list(files), done, to_parse, size, passed, deferred, te_importers, started)
+    plan.digests, plan.cache = digests, cache if indexed else None
+    return plan
 
 
 def _may_reexport(path: str, text: str) -> bool:

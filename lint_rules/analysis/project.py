@@ -19,12 +19,11 @@ resolution looked up (``names``), so that the CLI knows when a file must be anal
 from __future__ import annotations
 
 import ast
-from bisect import bisect_left
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from itertools import accumulate
 from typing import TYPE_CHECKING
 
-from lint_rules.analysis.exports import Export
+from lint_rules.analysis.exports import Export, matched
 from lint_rules.analysis.facts import EMPTY, FileFacts
 from lint_rules.analysis.kinds import NOT_TE, UNKNOWN, Kind, Tag
 from lint_rules.analysis.nodes import statements
@@ -55,18 +54,6 @@ def absolute(qual: str, package: str | None) -> str | None:
         return None  # above the top-level package: an ImportError
     base = parts[: len(parts) - (level - 1)]
     return ".".join([*base, rest]) if rest else ".".join(base)
-
-
-def matched(names: Iterable[str], keys: list[str]) -> list[str]:
-    """The index keys (``keys``, sorted) that ``names`` reach: a name itself, or every key
-    under it when it is a module (``import pkg.layers as L`` reaches ``pkg.layers.X``)."""
-    found = []
-    for name in names:
-        at = bisect_left(keys, name)
-        while at < len(keys) and (keys[at] == name or keys[at].startswith(name + ".")):
-            found.append(keys[at])
-            at += 1
-    return sorted(set(found))
 
 
 class Project:

@@ -33,6 +33,11 @@ from lint_rules.analysis.runfacts import RunFacts, lifecycle_digest
 if TYPE_CHECKING:
     from lint_rules.analysis.project import Project
 
+try:  # the module behind hashlib.blake2b, without loading OpenSSL
+    from _blake2 import blake2b
+except ImportError:  # pragma: no cover - other Pythons
+    from hashlib import blake2b
+
 from lint_rules.analysis.runindex import (
     Index,
     Modules,
@@ -95,7 +100,6 @@ def run_crossfile(
     once the index has settled, with ``view``: a function from a path and its settings to the
     ``analysis.Project`` a text at that path is judged with (stdin: a buffer not on disk)."""
     from lint_rules.analysis import builds
-    from lint_rules.analysis.project import Project
 
     modules = Modules(roots)
     layout = {p: modules.names(plan.files[p]) for p, _ in (*plan.passed, *plan.deferred)}
@@ -111,6 +115,8 @@ def run_crossfile(
     outcomes: list[Outcome | None] = list(plan.done)
 
     def project(place: int, index: Index) -> Project:
+        from lint_rules.analysis.project import Project  # a run served whole never needs it
+
         path = plan.files[place]
         view = Project(layout[place][1], index, facts.without(path) if facts else None)
         if settings[place].fix_strategy == "guard":
@@ -250,8 +256,9 @@ def run_crossfile(
         """Answer what the verdicts asked of the run's files (``builds``), once each."""
         assert facts is not None
         asked = {key for place in active for key in facts.unanswered(_keys(outcomes[place]))}
+        base = _run_digest(plan) if asked else None
         for key in sorted(asked):
-            facts.answers[key] = answers.answer(key)
+            facts.answers[key] = _answer(key, answers, plan.cache, base)
 
     answers = builds.Answers(plan.files, job.gates)  # reads nothing until asked
 
@@ -311,6 +318,32 @@ def run_crossfile(
             yield next(fixed)
         else:  # unread, or read for its facts only (``only``): nothing fixed
             yield outcome if outcome is not None else Outcome(plan.files[place])
+
+
+def _run_digest(plan: Plan) -> Any:
+    """Every file of the run by path and bytes, digested; None when the bytes of a file are
+    unknown (it could not be read) or the run keeps no index."""
+    digests = plan.digests
+    if plan.cache is None or len(digests) != len(plan.files) or None in digests:
+        return None
+    text = repr(list(zip(plan.files, digests)))
+    return blake2b(text.encode("utf-8", "surrogatepass"), digest_size=20)
+
+
+def _answer(key: str, answers: Any, cache: Any, base: Any) -> Any:
+    """The run's answer to a question (``builds``), kept in the project index under the
+    question and every file of the run (``base``: ``_run_digest``): a run over unchanged
+    files reads it instead of reading the files again."""
+    if base is None or cache is None:
+        return answers.answer(key)
+    digest = base.copy()
+    digest.update(b"\0" + key.encode("utf-8", "surrogatepass"))
+    name = digest.hexdigest()
+    known, found = cache.answer_of(name)
+    if not known:
+        found = answers.answer(key)
+        cache.keep_answer(name, found)
+    return found
 
 
 def _view(

@@ -97,6 +97,9 @@ def lifecycle_digest(keys: Sequence[str], run: RunFacts) -> str:
     owners = sorted({w.target[5:] for w in writes if w.target.startswith("self:")})
     classes = [(n, sorted(run.classes.get(n, ()))) for n in owners]
     text = repr((writes, calls, sorted(run.getters), answers, classes))
-    import hashlib
+    try:  # the module behind hashlib.blake2b, without loading OpenSSL (a few ms)
+        from _blake2 import blake2b
+    except ImportError:  # pragma: no cover - other Pythons
+        from hashlib import blake2b
 
-    return hashlib.blake2b(text.encode("utf-8", "backslashreplace"), digest_size=16).hexdigest()
+    return blake2b(text.encode("utf-8", "backslashreplace"), digest_size=16).hexdigest()

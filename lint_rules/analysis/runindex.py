@@ -15,6 +15,7 @@ except ImportError:  # pragma: no cover - other Pythons
 
 from typing import TYPE_CHECKING
 
+from lint_rules.analysis.exports import matched
 from lint_rules.analysis.records import Outcome
 
 if TYPE_CHECKING:
@@ -28,8 +29,6 @@ def used_digest(names: Sequence[str], index: Mapping[str, Export], keys: list[st
     """What ``names`` read from the index (``keys``: its keys, sorted): "" when nothing."""
     if not keys:
         return ""
-    from lint_rules.analysis.project import matched
-
     hits = matched(names, keys)
     if not hits:
         return ""

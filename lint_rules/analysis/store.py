@@ -12,7 +12,11 @@ whose run then checks that what it read of the other files is unchanged (``analy
 All is in one JSON file per version of the linter's own code and per working directory,
 ``<cache dir>/<version>-<code hash>/<cwd hash>.json``, written whole and atomically (a
 temporary file renamed): processes sharing it (flake8 ``-j``, two pre-commit runs) never
-read a torn file; the last writer wins and the others' entries are only recomputed. The code
+read a torn file. They run a project one at a time (``run_once``: a lock file beside it),
+each reading what the one before wrote, so the project is analysed once; where no lock can
+be taken, the last writer wins and the others' entries are only recomputed. The answers a
+run gives to the questions of its verdicts (``builds``) are kept too, under the question and
+every file of the run by path and bytes. The code
 hash covers the size and mtime of every module of ``lint_rules``, so an edited or upgraded
 linter never reads old results. Paths are not part of the key: a moved or copied file hits
 too, its evidence named after it. Entries not used for 30 days are dropped when the file is
@@ -31,6 +35,7 @@ import os
 import stat
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import astuple, fields
 from typing import Any
 
@@ -110,6 +115,9 @@ STATS = "@stat"
 """The key of the project index by file (``ResultCache.stats``) in the cache file."""
 
 STAT_FIELDS = 11
+
+ANSWERS = "@answers"
+"""The key of the run's answers (``ResultCache.answers``) in the cache file."""
 RACY_S = 2.0
 
 
@@ -126,14 +134,55 @@ class ResultCache:
         """The project index by file: ``abspath -> [dev, ino, size, mtime_ns, *Known, when]``;
         a file whose stat still matches is not read again (``plan.Known``). A run with the
         text gates off uses none of it (``prefilter.Gates.caches``)."""
+        self.answers: dict[str, list[Any]] = {}
+        """The answers of runs to the questions of verdicts (``builds``): ``digest -> [when,
+        answer]``, the digest of the question and of every file of the run, by path and bytes
+        (``answer_of``)."""
         self.dirty = False
         self.now = int(time.time())
+        self._read: Any = None
+        """The stat of the cache file when it was read (``run_once`` reads it again if it
+        changed)."""
+        self._held = 0
+        self._read_file()
+
+    def _read_file(self) -> None:
+        self._read = _identity(self.path)
         loaded = _load(self.path)
         if isinstance(loaded, dict):
             stats = loaded.pop(STATS, None)
+            answers = loaded.pop(ANSWERS, None)
             self.entries = loaded
             if isinstance(stats, dict):
                 self.stats = stats
+            if isinstance(answers, dict):
+                self.answers = answers
+
+    @contextlib.contextmanager
+    def run_once(self) -> Iterator[None]:
+        """Held around a project's run, then ``save``: processes sharing the index (flake8's
+        ``-j`` workers, parallel pre-commit runs) run one at a time, and each reads what the
+        previous one wrote (the file is read again if it changed and nothing is unsaved), so
+        a project is analysed once, not once per process. Without ``fcntl`` (Windows), or where
+        no lock file can be made, each process runs on its own (still correct)."""
+        if self._held:
+            self._held += 1
+            try:
+                yield
+            finally:
+                self._held -= 1
+            return
+        handle = _lock(self.directory, self.path + ".lock")
+        self._held = 1
+        try:
+            if not self.dirty and _identity(self.path) != self._read:
+                self._read_file()
+            yield
+            self.save()
+        finally:
+            self._held = 0
+            if handle is not None:
+                os.close(handle)  # releases the lock
 
     def known(self, path: str) -> Any:
         """What the index knows of the bytes of the file at ``path`` (``plan.Known``), when
@@ -169,6 +218,33 @@ class ResultCache:
         if identity[3] > (time.time() - RACY_S) * 1e9:
             return
         self.stats[os.path.abspath(path)] = [*identity, *known, self.now]
+        self.dirty = True
+
+    def answer_of(self, digest: str) -> tuple[bool, Any]:
+        """``(True, answer)`` when the answer stored under ``digest`` is known, else
+        ``(False, None)``: an answer is a tuple of ``findings.Evidence``, or None."""
+        entry = self.answers.get(digest)
+        if not isinstance(entry, list) or len(entry) != 2 or not _is_time(entry[0]):
+            return False, None
+        rows = entry[1]
+        if rows is None:
+            found = None
+        else:
+            from lint_rules.findings import Evidence
+
+            try:
+                found = tuple(_evidence(row, Evidence) for row in rows)
+            except (TypeError, ValueError):
+                return False, None
+        if self.now - entry[0] > 86400:
+            entry[0] = self.now
+            self.dirty = True
+        return True, found
+
+    def keep_answer(self, digest: str, answer: Any) -> None:
+        """Store a run's answer (``answer_of``)."""
+        rows = None if answer is None else [[e.message, e.line, e.col, e.path] for e in answer]
+        self.answers[digest] = [self.now, rows]
         self.dirty = True
 
     def get(self, digest: str, path: str) -> Outcome | None:
@@ -229,6 +305,11 @@ class ResultCache:
             for k, v in self.stats.items()
             if isinstance(v, list) and len(v) == STAT_FIELDS and _is_time(v[-1]) and v[-1] >= oldest
         }
+        kept[ANSWERS] = {
+            k: v
+            for k, v in self.answers.items()
+            if isinstance(v, list) and len(v) == 2 and _is_time(v[0]) and v[0] >= oldest
+        }
         import tempfile
 
         with contextlib.suppress(OSError, ValueError, TypeError, RecursionError):
@@ -282,12 +363,62 @@ def _row_ok(row: Any) -> bool:
     )
 
 
+def _evidence(row: Any, evidence: Any) -> Any:
+    """A stored step of an answer's evidence (``[message, line, col, path]``)."""
+    message, line, col, path = row
+    if not (isinstance(message, str) and _optional_int(line, col) and line is not None):
+        raise ValueError(row)
+    if col is None or not (path is None or isinstance(path, str)):
+        raise ValueError(row)
+    return evidence(message, line, col, path)
+
+
 def _optional_int(*values: Any) -> bool:
     return all(v is None or (isinstance(v, int) and not isinstance(v, bool)) for v in values)
 
 
 def _is_time(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _identity(path: str) -> Any:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+
+
+LOCK_WAIT_S = 300.0
+"""How long a process waits for another's run of the project before running its own."""
+
+
+def _lock(directory: str, path: str) -> int | None:
+    """An open descriptor of ``path`` holding its exclusive lock (None: no lock)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        return None
+    flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        os.makedirs(directory, exist_ok=True)
+        handle = os.open(path, flags, 0o600)
+    except OSError:
+        return None
+    waited = 0.0
+    while True:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return handle
+        except BlockingIOError:
+            if waited >= LOCK_WAIT_S:
+                break
+        except OSError:  # no locks on this file system
+            break
+        time.sleep(0.01)
+        waited += 0.01
+    os.close(handle)
+    return None
 
 
 def _load(path: str) -> Any:
