@@ -64,6 +64,7 @@ def plan_files(
         return Plan([], [], [], 0, started=started)
     from lint_rules.analysis import mentions_flag
     from lint_rules.analysis.prefilter import imports_te, mentions_state
+    from lint_rules.analysis.skim import skim
     from lint_rules.fileio import SourceError, read_source
 
     done: list[Outcome | None] = []
@@ -77,25 +78,31 @@ def plan_files(
         outcome = None
         known = cache.known(path) if indexed and job.mode != "stdout" else None
         if known is None:
-            try:
-                source = read_source(path)
-            except SourceError as error:
-                done.append(Outcome(path, error=error.reason))
-                if on_done is not None:
-                    on_done()
-                continue
-            text = source.text
+            # A file the prefilter rules out is read the quick way (``analysis.skim``): the
+            # same bytes and text, so the same Known.
+            skimmed = skim(path) if job.mode != "stdout" else None
+            if skimmed is not None:
+                raw, text, identity = skimmed
+            else:
+                try:
+                    source = read_source(path)
+                except SourceError as error:
+                    done.append(Outcome(path, error=error.reason))
+                    if on_done is not None:
+                        on_done()
+                    continue
+                raw, text, identity = source.raw, source.text, source.identity
             known = Known(
                 mentions_flag(text),
                 _may_reexport(path, text),
                 mentions_state(text),
                 imports_te(text),
-                bytes_digest(source.raw),
-                len(source.raw),
+                bytes_digest(raw),
+                len(raw),
             )
             if indexed:
-                cache.remember(path, source.identity, known)
-            new_text = source.text if job.mode == "stdout" else None
+                cache.remember(path, identity, known)
+            new_text = text if job.mode == "stdout" else None
         else:
             new_text = None
         relevant = known.flag

@@ -50,6 +50,16 @@ def mentions_flag(text: str) -> bool:
     return not GATES or FLAG in text or te_file(text)
 
 
+_FLAG_BYTES, _TE_ROOT_BYTES = FLAG.encode(), TE_ROOT.encode()
+
+
+def rules_out_bytes(raw: bytes) -> bool:
+    """Whether ``mentions_flag`` and ``imports_te`` are False for the text that UTF-8 bytes
+    decode to, from the bytes alone: neither the flag nor TE's package name is in them (the
+    first pass's quick look, ``analysis.skim``). Never with the gates off."""
+    return GATES and _FLAG_BYTES not in raw and _TE_ROOT_BYTES not in raw
+
+
 def _is_word(char: str) -> bool:
     return char.isalnum() or char == "_"  # what ``\w`` matches in a str pattern
 

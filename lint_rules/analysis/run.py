@@ -94,6 +94,9 @@ def run_crossfile(
     read for their facts only and given as their first pass left them). ``settled``: filled,
     once the index has settled, with ``view``: a function from a path and its settings to the
     ``analysis.Project`` a text at that path is judged with (stdin: a buffer not on disk)."""
+    if not plan.passed:  # nothing to analyse: no index to build, no `__init__.py` to read
+        yield from _nothing_passed(plan, roots, on_parsed, settled)
+        return
     from lint_rules.analysis import builds
     from lint_rules.analysis.project import Project
 
@@ -311,6 +314,24 @@ def run_crossfile(
             yield next(fixed)
         else:  # unread, or read for its facts only (``only``): nothing fixed
             yield outcome if outcome is not None else Outcome(plan.files[place])
+
+
+def _nothing_passed(
+    plan: Plan,
+    roots: Sequence[str],
+    on_parsed: Callable[[], None] | None,
+    settled: dict[str, Any] | None,
+) -> Iterator[Outcome]:
+    """``run_crossfile`` where no file passed the prefilter: what the whole run gives then
+    (the deferred ``__init__.py`` done unread, an empty index, no facts), without it."""
+    for place, _ in plan.deferred:
+        plan.done[place] = Outcome(plan.files[place])
+        if on_parsed is not None:
+            on_parsed()
+    if settled is not None:
+        facts = run_facts(plan.done, [])
+        settled["view"] = lambda path, chosen: _view(path, chosen, Modules(roots), {}, facts)
+    yield from (o if o is not None else Outcome(p) for o, p in zip(plan.done, plan.files))
 
 
 def _view(
