@@ -5,6 +5,7 @@ save is measured in benchmarks/."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -172,3 +173,27 @@ def test_state_lines_are_the_lines_that_spell_a_state_word() -> None:
     text = "a = 1\nself.Micro_Batch = 2  # microbatch\n\n\nx(current_microbatch)\r\nend\n"
     expected = [n for n, line in enumerate(text.split("\n"), 1) if "micro" in line.lower()]
     assert state_lines(text) == expected == [2, 5]
+
+
+def test_an_empty_folder_loads_no_per_file_machinery(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    cache = str(tmp_path / "cache")
+    _, modules = _modules_after(tmp_path / "empty", "check", "--cache-dir", cache, ".")
+    assert not {"lint_rules.cli.running", "lint_rules.analysis.store", "json"} & modules
+    out, modules = _modules_after(tmp_path / "empty", "check", "--output-format", "json", ".")
+    assert not {"lint_rules.cli.running", "lint_rules.analysis.store"} & modules
+    assert out.strip() == "[]"  # the report is still written
+    assert not os.path.exists(cache)
+
+
+def test_a_run_where_nothing_passes_builds_no_index(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("from .layers import Block\n")
+    (tmp_path / "pkg" / "layers.py").write_text("class Block:\n    pass\n")
+    for isolated in ((), ("--isolated",)):
+        args = ("check", "--no-cache", "--jobs", "1", *isolated, ".")
+        out, modules = _modules_after(tmp_path, *args)
+        assert "lint_rules.analysis.plan" in modules  # the files were read
+        assert "lint_rules.analysis.project" not in modules
+        assert "All checks passed!" in out

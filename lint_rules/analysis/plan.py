@@ -81,6 +81,7 @@ def plan_files(
             # A file the prefilter rules out is read the quick way (``analysis.skim``): the
             # same bytes and text, so the same Known.
             skimmed = skim(path) if job.mode != "stdout" else None
+            identity: tuple[int, int, int, int] | None
             if skimmed is not None:
                 raw, text, identity = skimmed
             else:

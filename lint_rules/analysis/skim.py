@@ -1,12 +1,13 @@
-"""The first pass's quick look: a file the prefilter rules out, known from its bytes.
+"""The first pass's quick look: a file the prefilter rules out, read the cheap way.
 
 Most files of a tree never spell the flag nor TE's package name (every file of transformers
 and torch). ``skim`` reads such a file with a few system calls, without the Python file object,
 the coding detection or the ``SourceFile`` that ``fileio.read_source`` builds: the same bytes
-and text, from which the first pass records the same ``plan.Known``. It answers only where ``read_source`` would read the file without an error and decode it as UTF-8 (a
-regular file, no NUL byte, no BOM and no ``coding`` in its first two lines, valid UTF-8) and
-the prefilter rules it out (``prefilter.rules_out_bytes``: never with the gates off). Every
-other file, and every doubt, goes the usual way, which reports what is wrong with it.
+and text, from which the first pass records the same ``plan.Known``. It answers only where
+``read_source`` would read the file without an error and decode it as UTF-8 (a regular file, no
+NUL byte, no BOM and no ``coding`` in its first two lines, valid UTF-8) and the prefilter rules
+it out (``prefilter.rules_out_bytes``: never with the gates off). Every other file, and every
+doubt, goes the usual way, which reports what is wrong with it.
 """
 
 from __future__ import annotations
