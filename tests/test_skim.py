@@ -64,13 +64,14 @@ def _tree(tmp_path: Path) -> list[str]:
     return paths
 
 
-def test_read_the_quick_way_only_where_the_usual_way_reads_the_same(tmp_path: Path) -> None:
+def test_known_from_bytes_only_where_the_usual_way_reads_the_same(tmp_path: Path) -> None:
     quick = set()
     for path in _tree(tmp_path):
         found = skim.skim(path)
         if found is not None:
             source = read_source(path)
-            assert found == (source.raw, source.text, source.identity)
+            assert found == (source.raw, source.identity)
+            assert source.encoding == "utf-8"  # no error, no BOM, no cookie
             quick.add(os.path.basename(path))
     assert quick == QUICK
 
@@ -92,6 +93,28 @@ def test_with_the_gates_off_nothing_is_read_the_quick_way(
     assert skim.skim(str(path)) is not None
     monkeypatch.setattr(prefilter, "GATES", False)
     assert skim.skim(str(path)) is None
+
+
+def test_state_words_are_found_in_the_bytes_as_in_the_lowered_text() -> None:
+    """``mentions_state_bytes``: no character outside ASCII lowers to a letter a state word can
+    use (U+0130 lowers to ``i`` and a combining dot, never followed by ``c``; U+212A to ``k``),
+    so the ASCII bytes lowered find the words exactly where the text lowered does."""
+    letters = set("".join(prefilter.STATE_WORDS))
+    for code in range(0x80, 0x110000):
+        lowered = chr(code).lower()
+        ascii_part = {c for c in lowered if c.isascii()}
+        assert not ascii_part or lowered in ("i\u0307", "k"), hex(code)
+        assert "k" not in letters
+    texts = [
+        "self.Micro_Batch = 1",
+        "MICROBATCH = 4  # caf\u00e9",
+        "m\u0130crobatch = 1",  # the dotted capital I: lowered, 'i' and a dot, not a word
+        "micro\u212abatch",
+        "\u00b5batch, micro-batch, micro batch",
+    ]
+    for text in texts:
+        assert prefilter.mentions_state_bytes(text.encode()) == prefilter.mentions_state(text)
+    assert [prefilter.mentions_state(t) for t in texts] == [True, True, False, False, False]
 
 
 class _Index:

@@ -202,6 +202,21 @@ def mentions_state(text: str) -> bool:
     return any(word in lowered for word in STATE_WORDS)
 
 
+_STATE_BYTES = tuple(word.encode() for word in STATE_WORDS)
+
+
+def mentions_state_bytes(raw: bytes) -> bool:
+    """``mentions_state`` of the text that valid UTF-8 bytes decode to, from the bytes lowered
+    (ASCII letters only: 2.5x faster than lowering the text). The same answer: of the
+    characters outside ASCII only U+0130 and U+212A lower to something with an ASCII letter
+    (``i`` and a combining dot; ``k``), never to one a state word can use
+    (``tests/test_skim.py``), and an ASCII byte of UTF-8 is always that character."""
+    if not GATES:
+        return True
+    lowered = raw.lower()
+    return any(word in lowered for word in _STATE_BYTES)
+
+
 def spells_any(text: str | None, names: set[str]) -> bool:
     """Whether ``text`` spells one of ``names`` (None: no text, so it may); always, with the
     gates off."""

@@ -1,12 +1,13 @@
-"""The first pass's quick look: a file the prefilter rules out, read the cheap way.
+"""The first pass's quick look: a file the prefilter rules out, known from its bytes.
 
 Most files of a tree never spell the flag nor TE's package name (every file of transformers
 and torch). ``skim`` reads such a file with a few system calls, without the Python file object,
-the coding detection or the ``SourceFile`` that ``fileio.read_source`` builds: the same bytes
-and text, from which the first pass records the same ``plan.Known``. It answers only where
-``read_source`` would read the file without an error and decode it as UTF-8 (a regular file, no
-NUL byte, no BOM and no ``coding`` in its first two lines, valid UTF-8) and the prefilter rules
-it out (``prefilter.rules_out_bytes``: never with the gates off). Every other file, and every
+the coding detection, the decoded text or the ``SourceFile`` that ``fileio.read_source``
+builds. It answers only where ``read_source`` would read the same bytes without an error and
+decode them as UTF-8 (a regular file, no NUL byte, no BOM and no ``coding`` in its first two
+lines, valid UTF-8) and the prefilter rules the text out (``prefilter.rules_out_bytes``: never
+with the gates off); the first pass then records what that implies (``plan.Known``, the state
+words searched in the bytes: ``prefilter.mentions_state_bytes``). Every other file, and every
 doubt, goes the usual way, which reports what is wrong with it.
 """
 
@@ -20,9 +21,9 @@ from lint_rules.analysis import prefilter
 _BOM = b"\xef\xbb\xbf"
 _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
 
-Skimmed = tuple[bytes, str, tuple[int, int, int, int]]
-"""The file's bytes, its text and its identity (device, inode, size, mtime_ns), as
-``read_source`` gives them."""
+Skimmed = tuple[bytes, tuple[int, int, int, int]]
+"""The file's bytes and its identity (device, inode, size, mtime_ns), as ``read_source``
+gives them."""
 
 
 def _read(path: str) -> tuple[bytes, tuple[int, int, int, int]] | None:
@@ -60,8 +61,9 @@ def skim(path: str) -> Skimmed | None:
     head = raw if end < 0 else raw[:end]  # the first two lines, as ``decode_source`` looks
     if b"coding" in head.replace(b"\n", b"", 1):
         return None
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
-    return raw, text, identity
+    if not raw.isascii():
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+    return raw, identity
