@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from helpers import IN_PROCESS_UNSAFE, cli, run_in_process
 
-from lint_rules.cli import command
+from lint_rules.cli import command, running
 
 HEAD = "import transformer_engine.pytorch as te\n\n\n"
 SAFE = HEAD + (
@@ -101,14 +101,14 @@ def test_interrupted_run_lists_what_it_wrote(
 ) -> None:
     for name in ("a.py", "b.py", "c.py"):
         (tmp_path / name).write_text(SAFE)
-    real = command.fix_file
+    real = running.fix_file
 
     def stop_at_b(job, path, settings, source=None, project=None):  # type: ignore[no-untyped-def]
         if path.endswith("b.py"):
             raise KeyboardInterrupt
         return real(job, path, settings, source, project)
 
-    monkeypatch.setattr(command, "fix_file", stop_at_b)
+    monkeypatch.setattr(running, "fix_file", stop_at_b)
     monkeypatch.chdir(tmp_path)
     status = command.main(["fix", "--jobs", "1", "--isolated", "."])
     err = capsys.readouterr().err

@@ -5,6 +5,7 @@ save is measured in benchmarks/."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -199,3 +200,29 @@ def test_a_file_that_cannot_have_a_finding_is_parsed_only_with_the_gates_off(
     off = plan_files(Job(gates=OFF), files, lambda path: DEFAULT_SETTINGS, cache)
     assert [path for path, _ in off.to_parse] == files and off.done == [None]
     assert cache.stats == stats
+
+
+
+
+def test_an_empty_folder_loads_no_per_file_machinery(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    cache = str(tmp_path / "cache")
+    _, modules = _modules_after(tmp_path / "empty", "check", "--cache-dir", cache, ".")
+    assert not {"lint_rules.cli.running", "lint_rules.analysis.store", "json"} & modules
+    out, modules = _modules_after(tmp_path / "empty", "check", "--output-format", "json", ".")
+    assert not {"lint_rules.cli.running", "lint_rules.analysis.store"} & modules
+    assert out.strip() == "[]"  # the report is still written
+    assert not os.path.exists(cache)
+
+
+def test_a_run_where_nothing_passes_builds_no_index(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("from .layers import Block\n")
+    (tmp_path / "pkg" / "layers.py").write_text("class Block:\n    pass\n")
+    for isolated in ((), ("--isolated",)):
+        args = ("check", "--no-cache", "--jobs", "1", *isolated, ".")
+        out, modules = _modules_after(tmp_path, *args)
+        assert "lint_rules.analysis.plan" in modules  # the files were read
+        assert "lint_rules.analysis.project" not in modules
+        assert "All checks passed!" in out

@@ -15,7 +15,8 @@ from lint_rules.settings import Settings
 class Known(NamedTuple):
     """What the first pass learns of a file's bytes (the project index keeps it by the
     file's stat, so that an unchanged file is not read again): the prefilter's answers
-    (``prefilter``), the digest of its bytes and their size."""
+    (``prefilter``), the digest of its bytes ("" in a run without the index: nothing reads it)
+    and their size."""
 
     flag: bool
     reexport: bool
@@ -67,6 +68,7 @@ def plan_files(
     if not files:  # nothing to read: neither the prefilter nor the reader is imported
         return Plan([], [], [], 0, started=started)
     from lint_rules.analysis.prefilter import imports_te
+    from lint_rules.analysis.skim import skim
     from lint_rules.fileio import SourceError, read_source
 
     done: list[Outcome | None] = []
@@ -82,26 +84,38 @@ def plan_files(
         outcome = None
         known = cache.known(path) if indexed and job.mode != "stdout" else None
         if known is None:
-            try:
-                source = read_source(path)
-            except SourceError as error:
-                done.append(Outcome(path, error=error.reason))
-                digests.append(None)
-                if on_done is not None:
-                    on_done()
-                continue
-            text = source.text
-            known = Known(
-                gates.mentions_flag(text),
-                _may_reexport(path, text),
-                gates.mentions_state(text),
-                imports_te(text),
-                bytes_digest(source.raw),
-                len(source.raw),
-            )
+            # A file the prefilter rules out is known from its bytes (``analysis.skim``): the
+            # Known the usual reading would give. The digest only serves the index.
+            skimmed = skim(path, gates) if job.mode != "stdout" else None
+            identity: tuple[int, int, int, int] | None
+            new_text = None
+            if skimmed is not None:
+                raw, identity = skimmed
+                digest = bytes_digest(raw) if indexed else ""
+                reexport = _may_reexport(path, raw)
+                state = gates.mentions_state_bytes(raw)
+                known = Known(False, reexport, state, False, digest, len(raw))
+            else:
+                try:
+                    source = read_source(path)
+                except SourceError as error:
+                    done.append(Outcome(path, error=error.reason))
+                    digests.append(None)
+                    if on_done is not None:
+                        on_done()
+                    continue
+                text, identity = source.text, source.identity
+                known = Known(
+                    gates.mentions_flag(text),
+                    _may_reexport(path, text),
+                    gates.mentions_state(text),
+                    imports_te(text),
+                    bytes_digest(source.raw) if indexed else "",
+                    len(source.raw),
+                )
+                new_text = text if job.mode == "stdout" else None
             if indexed:
-                cache.remember(path, source.identity, known)
-            new_text = source.text if job.mode == "stdout" else None
+                cache.remember(path, identity, known)
         else:
             new_text = None
         digests.append(known.digest)
@@ -133,8 +147,10 @@ def plan_files(
     return plan
 
 
-def _may_reexport(path: str, text: str) -> bool:
+def _may_reexport(path: str, text: str | bytes) -> bool:
     """A package's ``__init__.py`` that imports: in a run over several files it is analysed
     too, so that what it re-exports from the run's modules (``from .layers import MyLinear``)
-    resolves where it is imported from the package."""
-    return os.path.basename(path) == "__init__.py" and "import" in text
+    resolves where it is imported from the package. ``text``: its text, or its UTF-8 bytes."""
+    if os.path.basename(path) != "__init__.py":
+        return False
+    return ("import" if isinstance(text, str) else b"import") in text  # type: ignore[operator]

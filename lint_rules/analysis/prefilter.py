@@ -49,6 +49,16 @@ def mentions_flag(text: str) -> bool:
     return FLAG in text or te_file(text)
 
 
+_FLAG_BYTES, _TE_ROOT_BYTES = FLAG.encode(), TE_ROOT.encode()
+
+
+def rules_out_bytes(raw: bytes) -> bool:
+    """Whether ``mentions_flag`` and ``imports_te`` are False for the text that UTF-8 bytes
+    decode to, from the bytes alone: neither the flag nor TE's package name is in them (the
+    first pass's quick look, ``analysis.skim``)."""
+    return _FLAG_BYTES not in raw and _TE_ROOT_BYTES not in raw
+
+
 def _is_word(char: str) -> bool:
     return char.isalnum() or char == "_"  # what ``\w`` matches in a str pattern
 
@@ -187,6 +197,19 @@ def mentions_state(text: str) -> bool:
 def spells_any(text: str | None, names: Iterable[str]) -> bool:
     """Whether ``text`` spells one of ``names`` (None: no text, so it may)."""
     return text is None or any(name in text for name in names)
+
+
+_STATE_BYTES = tuple(word.encode() for word in STATE_WORDS)
+
+
+def mentions_state_bytes(raw: bytes) -> bool:
+    """``mentions_state`` of the text that valid UTF-8 bytes decode to, from the bytes lowered
+    (ASCII letters only: 2.5x faster than lowering the text). The same answer: of the
+    characters outside ASCII only U+0130 and U+212A lower to something with an ASCII letter
+    (``i`` and a combining dot; ``k``), never to one a state word can use
+    (``tests/test_skim.py``), and an ASCII byte of UTF-8 is always that character."""
+    lowered = raw.lower()
+    return any(word in lowered for word in _STATE_BYTES)
 
 
 def spans_a_mark(marks: list[int] | None, node: ast.stmt) -> bool:
@@ -338,6 +361,14 @@ class Gates:
         """Whether ``text`` spells one of ``names`` (``spells_any``)."""
         return spells_any(text, names)
 
+    def rules_out_bytes(self, raw: bytes) -> bool:
+        """Whether a file's UTF-8 bytes alone rule it out (``rules_out_bytes``: ``skim``)."""
+        return rules_out_bytes(raw)
+
+    def mentions_state_bytes(self, raw: bytes) -> bool:
+        """``mentions_state`` from a file's UTF-8 bytes (``mentions_state_bytes``)."""
+        return mentions_state_bytes(raw)
+
     def lines_spelling(self, data: bytes, needle: bytes) -> list[int] | None:
         """The lines of a file's bytes where ``needle`` occurs (``lines_spelling``)."""
         return lines_spelling(data, needle)
@@ -396,6 +427,12 @@ class Open(Gates):
         return True
 
     def spells_any(self, text: str | None, names: Iterable[str]) -> bool:
+        return True
+
+    def rules_out_bytes(self, raw: bytes) -> bool:
+        return False
+
+    def mentions_state_bytes(self, raw: bytes) -> bool:
         return True
 
     def lines_spelling(self, data: bytes, needle: bytes) -> list[int] | None:

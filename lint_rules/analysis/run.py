@@ -99,6 +99,9 @@ def run_crossfile(
     read for their facts only and given as their first pass left them). ``settled``: filled,
     once the index has settled, with ``view``: a function from a path and its settings to the
     ``analysis.Project`` a text at that path is judged with (stdin: a buffer not on disk)."""
+    if not plan.passed:  # nothing to analyse: no index to build, no `__init__.py` to read
+        yield from _nothing_passed(plan, roots, on_parsed, settled)
+        return
     from lint_rules.analysis import builds
 
     modules = Modules(roots)
@@ -344,6 +347,24 @@ def _answer(key: str, answers: Any, cache: Any, base: Any) -> Any:
         found = answers.answer(key)
         cache.keep_answer(name, found)
     return found
+
+
+def _nothing_passed(
+    plan: Plan,
+    roots: Sequence[str],
+    on_parsed: Callable[[], None] | None,
+    settled: dict[str, Any] | None,
+) -> Iterator[Outcome]:
+    """``run_crossfile`` where no file passed the prefilter: what the whole run gives then
+    (the deferred ``__init__.py`` done unread, an empty index, no facts), without it."""
+    for place, _ in plan.deferred:
+        plan.done[place] = Outcome(plan.files[place])
+        if on_parsed is not None:
+            on_parsed()
+    if settled is not None:
+        facts = run_facts(plan.done, [])
+        settled["view"] = lambda path, chosen: _view(path, chosen, Modules(roots), {}, facts)
+    yield from (o if o is not None else Outcome(p) for o, p in zip(plan.done, plan.files))
 
 
 def _view(

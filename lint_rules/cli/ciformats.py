@@ -15,7 +15,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Sequence
 from typing import Any
@@ -28,7 +27,10 @@ from lint_rules.cli.formats import (
     json_rows,
     relative_to_root,
 )
-from lint_rules.cli.running import Reported
+
+TYPE_CHECKING = False  # the per-file machinery is not loaded for a type (an empty folder)
+if TYPE_CHECKING:
+    from lint_rules.analysis.records import Reported
 
 PACKAGE = f"org.{PROG}"
 
@@ -74,6 +76,8 @@ def format_json_lines(
     findings: Sequence[Reported], problems: Sequence[Problem], applies: FixApplies, url_of: UrlOf
 ) -> str:
     rows = json_rows(findings, problems, applies, url_of)
+    import json
+
     return "".join(json.dumps(row, sort_keys=True, separators=(",", ":")) + "\n" for row in rows)
 
 
@@ -90,6 +94,8 @@ def _escape(text: str) -> str:
 
 
 def format_junit(findings: Sequence[Reported], problems: Sequence[Problem]) -> str:
+    from lint_rules.analysis.records import Reported
+
     by_file: dict[str, list[Any]] = {}
     for f in findings:
         by_file.setdefault(f.path, []).append(f)
@@ -186,4 +192,6 @@ def format_gitlab(findings: Sequence[Reported], problems: Sequence[Problem]) -> 
                 },
             }
         )
+    import json
+
     return json.dumps(rows, indent=2) + "\n"

@@ -34,20 +34,11 @@ from lint_rules.cli.formats import (
 )
 from lint_rules.cli.options import Configuration, build_parser, configure
 from lint_rules.cli.progress import Progress
-from lint_rules.cli.running import (
-    Job,
-    Outcome,
-    Work,
-    check_file,
-    fix_file,
-    fixed_count,
-    parse_files,
-    plan_files,
-    pool_size,
-    run_plan,
-    shown_path,
-)
 from lint_rules.settings import SettingsError
+
+TYPE_CHECKING = False  # the per-file machinery (``running``) loads once a file is to be read
+if TYPE_CHECKING:
+    from lint_rules.cli.running import Job, Outcome, Work
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 PROGRESS_MIN_FILES = 200
@@ -67,6 +58,8 @@ def _progress(args: argparse.Namespace, total: int) -> Progress:
 
 def _report(items: Iterable[tuple[str, str]], kind: str = "error") -> None:
     for path, reason in items:
+        from lint_rules.cli.running import shown_path  # loaded only to name something
+
         print(f"{shown_path(path)}: {kind}: {reason}", file=sys.stderr)
 
 
@@ -91,6 +84,8 @@ def _outcomes(
 
         yield from judged(args, config, work, job, files, cache, lambda n: _progress(args, n))
         return
+    from lint_rules.cli.running import parse_files, plan_files, pool_size, run_plan
+
     progress = _progress(args, len(files))
     # A folder is a project, even with one file in it: nothing else can re-arm its flags.
     crossfile = len(files) > 1 or (bool(files) and any(os.path.isdir(p) for p in args.paths))
@@ -185,9 +180,14 @@ def run_check(args: argparse.Namespace, config: Configuration, discovery: Discov
             f"--statistics works with --format {', '.join(TEXT_FORMATS)} or json, "
             f"not {args.format} (as in ruff)"
         )
-    job = Job(disable_noqa=args.disable_noqa, mode="check")
+    files = discovery.files
+    job: Any = None
+    if files:  # nothing to read (an empty folder): the per-file machinery is not imported
+        from lint_rules.cli.running import Job, check_file
+
+        job = Job(disable_noqa=args.disable_noqa, mode="check")
     cache = None
-    if not args.no_cache:  # --no-cache: the cache module is not even imported
+    if not args.no_cache and files:  # --no-cache: the cache module is not even imported
         from lint_rules.analysis.store import open_cache
 
         cache = open_cache(args.no_cache, args.cache_dir)
@@ -200,7 +200,7 @@ def run_check(args: argparse.Namespace, config: Configuration, discovery: Discov
     with _output(args, discovery.files) as out:
         style = _style(args, out) if streaming else PLAIN
         concise = args.format == "concise"
-        for outcome in _outcomes(args, config, check_file, job, discovery.files, cache):
+        for outcome in _outcomes(args, config, check_file, job, files, cache) if files else ():
             if cache is not None:
                 cache.put(outcome)
             if outcome.error:
@@ -268,6 +268,8 @@ def _write_report(
 
 
 def run_fix(args: argparse.Namespace, config: Configuration, discovery: Discovery) -> int:
+    from lint_rules.cli.running import Job, fix_file, fixed_count, shown_path
+
     mode = "diff" if args.diff else "verify" if args.check else "write"
     if mode == "write":
         from lint_rules.fileio import install_cleanup_handlers
@@ -383,6 +385,7 @@ def _count(number: int, noun: str, plural: str | None = None) -> str:
 
 def run_stdin(args: argparse.Namespace, config: Configuration) -> int:
     """``check -`` / ``fix -``: the source on stdin, resolved as ``--stdin-filename``."""
+    from lint_rules.cli.running import Job, check_file, fix_file
     from lint_rules.fileio import SourceError, decode_source
 
     shown = args.stdin_filename or STDIN
@@ -472,6 +475,7 @@ def run_explain(args: argparse.Namespace) -> int:
     """``explain PATH:LINE``: check the project that holds PATH (``aids.project_root``), as
     ``check`` would, and print the findings at LINE with every step of their evidence."""
     from lint_rules.cli.aids import explain_text, parse_place, project_root
+    from lint_rules.cli.running import Job, check_file
 
     try:
         path, line = parse_place(args.place)

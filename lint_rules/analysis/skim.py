@@ -1,0 +1,69 @@
+"""The first pass's quick look: a file the prefilter rules out, known from its bytes.
+
+Most files of a tree never spell the flag nor TE's package name (every file of transformers
+and torch). ``skim`` reads such a file with a few system calls, without the Python file object,
+the coding detection, the decoded text or the ``SourceFile`` that ``fileio.read_source``
+builds. It answers only where ``read_source`` would read the same bytes without an error and
+decode them as UTF-8 (a regular file, no NUL byte, no BOM and no ``coding`` in its first two
+lines, valid UTF-8) and the prefilter rules the text out (``prefilter.rules_out_bytes``: never
+with the gates off); the first pass then records what that implies (``plan.Known``, the state
+words searched in the bytes: ``prefilter.mentions_state_bytes``). Every other file, and every
+doubt, goes the usual way, which reports what is wrong with it.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+
+from lint_rules.analysis import prefilter
+
+_BOM = b"\xef\xbb\xbf"
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+
+Skimmed = tuple[bytes, tuple[int, int, int, int]]
+"""The file's bytes and its identity (device, inode, size, mtime_ns), as ``read_source``
+gives them."""
+
+
+def _read(path: str) -> tuple[bytes, tuple[int, int, int, int]] | None:
+    """The bytes of a regular file (never a FIFO or a device: not opened) and its identity,
+    or None (the usual reading then says why)."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return None
+        fd = os.open(path, _OPEN_FLAGS)
+    except (OSError, ValueError):
+        return None
+    try:
+        info = os.fstat(fd)
+        raw = os.read(fd, info.st_size + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    if len(raw) != info.st_size:  # a short read, or written to while read: not ours to decide
+        return None
+    return raw, (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+
+
+def skim(path: str, gates: prefilter.Gates = prefilter.ON) -> Skimmed | None:
+    """A file the prefilter rules out, read; None where only the usual reading can tell (or
+    the gates are off)."""
+    read = _read(path)
+    if read is None:
+        return None
+    raw, identity = read
+    if not gates.rules_out_bytes(raw) or b"\x00" in raw or raw.startswith(_BOM):
+        return None
+    first = raw.find(b"\n")
+    end = -1 if first < 0 else raw.find(b"\n", first + 1)
+    head = raw if end < 0 else raw[:end]  # the first two lines, as ``decode_source`` looks
+    if b"coding" in head.replace(b"\n", b"", 1):
+        return None
+    if not raw.isascii():
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+    return raw, identity

@@ -1,0 +1,163 @@
+"""The first pass's quick look (``analysis.skim``): a file the prefilter rules out is read the
+cheap way, only where the usual reading (``fileio.read_source``) reads it without an error, and
+the first pass then records exactly what the usual reading makes it record (``plan.Known``)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lint_rules import fileio
+from lint_rules.analysis import prefilter, skim
+from lint_rules.analysis.plan import plan_files
+from lint_rules.analysis.records import Job
+from lint_rules.fileio import read_source
+from lint_rules.settings import Settings
+
+CASES = {
+    "plain.py": b"import torch\n\ndef f(x):\n    return x\n",
+    "unicode.py": "# caf\u00e9\nname = '\u00e9t\u00e9'\n".encode(),
+    "state.py": b"class Loop:\n    def step(self):\n        self.Micro_Batch = 0\n",
+    "state_unicode.py": "# \u00e9\nMICROBATCH_SIZE = 4\n".encode(),
+    "flag.py": b"def f(m, x):\n    return m(x, is_first_microbatch=True)\n",
+    "te.py": b"import transformer_engine.pytorch as te\nlayer = te.Linear(4, 4)\n",
+    "te_string.py": b"NAME = 'transformer_engine'\n",
+    "nul.py": b"x = 1\n\x00\n",
+    "latin1.py": b"x = '\xe9'\n",
+    "bom.py": b"\xef\xbb\xbfx = 1\n",
+    "cookie.py": b"# -*- coding: latin-1 -*-\nx = '\xe9'\n",
+    "cookie2.py": b"#!/usr/bin/env python\n# coding: utf-8\nx = 1\n",
+    "bad_cookie.py": b"# coding: no-such-codec\nx = 1\n",
+    "split_word.py": b"# cod\ning\nx = 1\n",
+    "late_cookie.py": b"x = 1\ny = 2\n# coding: latin-1\n",
+    "cr_only.py": b"x = 1\ry = 2\r",
+    "empty.py": b"",
+}
+INIT = b"from .layers import Block\n"  # a package's __init__.py that may re-export
+
+QUICK = {
+    "plain.py",
+    "unicode.py",
+    "state.py",
+    "state_unicode.py",
+    "late_cookie.py",
+    "cr_only.py",
+    "empty.py",
+    "__init__.py",
+}
+"""Read the quick way: UTF-8 without a BOM or a cookie in the first two lines, neither the flag
+nor TE's package name spelt. The others go the usual way."""
+
+
+def _tree(tmp_path: Path) -> list[str]:
+    package = tmp_path / "pkg"
+    package.mkdir()
+    paths = []
+    for name, data in [*CASES.items(), ("__init__.py", INIT)]:
+        path = package / name
+        path.write_bytes(data)
+        os.utime(path, (1_000_000_000, 1_000_000_000))  # not modified just now: recorded
+        paths.append(str(path))
+    return paths
+
+
+def test_known_from_bytes_only_where_the_usual_way_reads_the_same(tmp_path: Path) -> None:
+    quick = set()
+    for path in _tree(tmp_path):
+        found = skim.skim(path)
+        if found is not None:
+            source = read_source(path)
+            assert found == (source.raw, source.identity)
+            assert source.encoding == "utf-8"  # no error, no BOM, no cookie
+            quick.add(os.path.basename(path))
+    assert quick == QUICK
+
+
+def test_what_is_not_a_readable_file_is_left_to_the_reader(tmp_path: Path) -> None:
+    (tmp_path / "folder.py").mkdir()
+    assert skim.skim(str(tmp_path / "folder.py")) is None
+    assert skim.skim(str(tmp_path / "missing.py")) is None
+    if hasattr(os, "mkfifo"):
+        os.mkfifo(tmp_path / "fifo.py")
+        assert skim.skim(str(tmp_path / "fifo.py")) is None  # and not opened: no hang
+
+
+def test_with_the_gates_off_nothing_is_read_the_quick_way(tmp_path: Path) -> None:
+    path = tmp_path / "plain.py"
+    path.write_bytes(CASES["plain.py"])
+    assert skim.skim(str(path), prefilter.ON) is not None
+    assert skim.skim(str(path), prefilter.OFF) is None
+
+
+def test_state_words_are_found_in_the_bytes_as_in_the_lowered_text() -> None:
+    """``mentions_state_bytes``: no character outside ASCII lowers to a letter a state word can
+    use (U+0130 lowers to ``i`` and a combining dot, never followed by ``c``; U+212A to ``k``),
+    so the ASCII bytes lowered find the words exactly where the text lowered does."""
+    letters = set("".join(prefilter.STATE_WORDS))
+    for code in range(0x80, 0x110000):
+        lowered = chr(code).lower()
+        ascii_part = {c for c in lowered if c.isascii()}
+        assert not ascii_part or lowered in ("i\u0307", "k"), hex(code)
+        assert "k" not in letters
+    texts = [
+        "self.Micro_Batch = 1",
+        "MICROBATCH = 4  # caf\u00e9",
+        "m\u0130crobatch = 1",  # the dotted capital I: lowered, 'i' and a dot, not a word
+        "micro\u212abatch",
+        "\u00b5batch, micro-batch, micro batch",
+    ]
+    for text in texts:
+        assert prefilter.mentions_state_bytes(text.encode()) == prefilter.mentions_state(text)
+    assert [prefilter.mentions_state(t) for t in texts] == [True, True, False, False, False]
+
+
+class _Index:
+    """The on-disk index as the first pass sees it: empty, recording what it is told."""
+
+    def __init__(self) -> None:
+        self.remembered: dict[str, tuple[Any, Any]] = {}
+
+    def known(self, path: str) -> None:
+        return None
+
+    def remember(self, path: str, identity: Any, known: Any) -> None:
+        self.remembered[path] = (identity, known)
+
+    def get(self, digest: str, path: str) -> None:
+        return None
+
+
+def _first_pass(paths: list[str], crossfile: bool) -> tuple[Any, dict[str, tuple[Any, Any]]]:
+    index = _Index()
+    plan = plan_files(Job(), paths, lambda path: Settings(), index, crossfile=crossfile)
+    found = (plan.done, plan.to_parse, plan.passed, plan.deferred, plan.te_importers)
+    return found, index.remembered
+
+
+@pytest.mark.parametrize("crossfile", [False, True])
+def test_the_first_pass_records_what_the_usual_reading_records(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, crossfile: bool
+) -> None:
+    paths = _tree(tmp_path)
+    read: list[str] = []
+
+    def reader(path: str) -> Any:
+        read.append(os.path.basename(path))
+        return read_source(path)
+
+    monkeypatch.setattr(fileio, "read_source", reader)
+    quick, quick_index = _first_pass(paths, crossfile)
+    assert set(read) == set(CASES) - QUICK  # the others read the quick way
+    monkeypatch.setattr(skim, "skim", lambda path: None)  # every file the usual way
+    usual, usual_index = _first_pass(paths, crossfile)
+    assert quick == usual
+    assert quick_index == usual_index
+    states = {os.path.basename(p) for p, (_, known) in usual_index.items() if known.state}
+    assert states == {"state.py", "state_unicode.py", "flag.py"}  # any case, any encoding
+    unreadable = {"nul.py", "latin1.py", "bad_cookie.py"}  # an error, not recorded
+    assert {os.path.basename(p) for p in paths} - unreadable == {
+        os.path.basename(p) for p in usual_index
+    }
