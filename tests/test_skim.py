@@ -151,7 +151,7 @@ def test_the_first_pass_records_what_the_usual_reading_records(
     monkeypatch.setattr(fileio, "read_source", reader)
     quick, quick_index = _first_pass(paths, crossfile)
     assert set(read) == set(CASES) - QUICK  # the others read the quick way
-    monkeypatch.setattr(skim, "skim", lambda path: None)  # every file the usual way
+    monkeypatch.setattr(skim, "skim", lambda path, gates=None: None)  # every file the usual way
     usual, usual_index = _first_pass(paths, crossfile)
     assert quick == usual
     assert quick_index == usual_index
