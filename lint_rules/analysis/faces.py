@@ -66,6 +66,7 @@ class ProjectJudge:
         self._real_places: dict[str, dict[str, int]] = {}
         self.alone: dict[str, str] = {}
         """Why each named file judged alone was (by path as named)."""
+        self._roots: dict[tuple[str, str, str | None, str | None], Root | None] = {}
 
     def _settings_excludes(self, path: str, is_dir: bool = False) -> tuple:
         from lint_rules.cli.discovery import ExcludePattern
@@ -76,7 +77,17 @@ class ProjectJudge:
         return tuple(ExcludePattern(glob, anchor) for glob in settings.excludes)
 
     def root_of(self, path: str) -> Root | None:
-        return root_of(path, self.settings_of(path))
+        """``root.root_of``, found once per folder and project-root setting for this judge's
+        run (a project's files share their folders: the walk up is not repeated per file)."""
+        settings = self.settings_of(path)
+        full = os.path.abspath(path)
+        if os.path.isdir(full):
+            return root_of(path, settings)
+        given = dict(settings.sources).get("project_root")
+        key = (os.path.dirname(full), settings.project_root, settings.config_file, given)
+        if key not in self._roots:
+            self._roots[key] = root_of(path, settings)
+        return self._roots[key]
 
     def members(self, root: str) -> list[str] | None:
         """The project's Python files (its excludes applied), spelled relative to the current
