@@ -109,9 +109,10 @@ def test_state_words_are_found_in_the_bytes_as_in_the_lowered_text() -> None:
         "micro\u212abatch",
         "\u00b5batch, micro-batch, micro batch",
     ]
-    for text in texts:
-        assert prefilter.mentions_state_bytes(text.encode()) == prefilter.mentions_state(text)
-    assert [prefilter.mentions_state(t) for t in texts] == [True, True, False, False, False]
+    expected = [True, True, False, False, False]
+    assert [any(w in t.lower() for w in prefilter.STATE_WORDS) for t in texts] == expected
+    assert [prefilter.mentions_state_bytes(t.encode()) for t in texts] == expected
+    assert [prefilter.mentions_state(t) for t in texts] == expected
 
 
 class _Index:
@@ -156,7 +157,9 @@ def test_the_first_pass_records_what_the_usual_reading_records(
     assert quick == usual
     assert quick_index == usual_index
     states = {os.path.basename(p) for p, (_, known) in usual_index.items() if known.state}
-    assert states == {"state.py", "state_unicode.py", "flag.py"}  # any case, any encoding
+    # Asked only of a file that passes the prefilter or may re-export (``plan.Known``): the
+    # state words of ``state.py`` and ``state_unicode.py`` decide nothing there.
+    assert states == {"flag.py"}
     unreadable = {"nul.py", "latin1.py", "bad_cookie.py"}  # an error, not recorded
     assert {os.path.basename(p) for p in paths} - unreadable == {
         os.path.basename(p) for p in usual_index

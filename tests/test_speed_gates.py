@@ -174,6 +174,14 @@ def test_state_lines_are_the_lines_that_spell_a_state_word() -> None:
     expected = [n for n, line in enumerate(text.split("\n"), 1) if "micro" in line.lower()]
     assert ON.state_lines(text) == expected == [2, 5]
     assert OFF.state_lines(text) is None  # the gates off: every statement
+    # Lowered as UTF-8 bytes, where the text has no CR: the same lines as the text lowered.
+    text = "# caf\u00e9\nself.Micro_Batch = 2\nM\u0130CROBATCH = 1\n\n\ud800 current_microBATCH\n"
+    expected = [
+        n
+        for n, line in enumerate(text.split("\n"), 1)
+        if "microbatch" in line.lower().replace("_", "")
+    ]
+    assert ON.state_lines(text) == expected == [2, 5]
 
 
 def test_a_file_that_cannot_have_a_finding_is_parsed_only_with_the_gates_off(
@@ -200,8 +208,6 @@ def test_a_file_that_cannot_have_a_finding_is_parsed_only_with_the_gates_off(
     off = plan_files(Job(gates=OFF), files, lambda path: DEFAULT_SETTINGS, cache)
     assert [path for path, _ in off.to_parse] == files and off.done == [None]
     assert cache.stats == stats
-
-
 
 
 def test_an_empty_folder_loads_no_per_file_machinery(tmp_path: Path) -> None:

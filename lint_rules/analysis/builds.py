@@ -216,11 +216,17 @@ class Answers:
 
     KEEP_BYTES = 64 << 20
 
-    def __init__(self, paths: Sequence[str], gates: prefilter.Gates = prefilter.ON) -> None:
+    def __init__(
+        self,
+        paths: Sequence[str],
+        gates: prefilter.Gates = prefilter.ON,
+        read: dict[str, bytes] | None = None,
+    ) -> None:
+        """``read``: the bytes of files already read by the run (kept, not read again)."""
         self.paths = paths
         self.gates = gates
-        self._bytes: dict[str, bytes] = {}
-        self._kept = 0
+        self._bytes: dict[str, bytes] = dict(read or {})
+        self._kept = sum(map(len, self._bytes.values()))
         self._trees: dict[str, ast.Module | None] = {}
         self._scans: dict[tuple[str, str], _Scan | None] = {}
         self._hits: dict[str, list[str]] = {}

@@ -90,9 +90,7 @@ def _stores(function: ast.AST, name: str) -> tuple[int, list[ast.Name]] | None:
     return loads, stores
 
 
-def fold_local(
-    value: ast.expr, scope: Scope | None, lines: list[str]
-) -> tuple[Edit, ...] | None:
+def fold_local(value: ast.expr, scope: Scope | None, lines: list[str]) -> tuple[Edit, ...] | None:
     """The edits that delete the local ``value`` reads, when the fix replaces that read (see
     the module's docstring). ``lines``: the file's lines as ``ast`` numbers them."""
     if not isinstance(value, ast.Name) or scope is None or scope.node is None:

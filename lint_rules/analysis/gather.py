@@ -90,6 +90,7 @@ def gather_run(
     active: Iterable[int],
     files: Sequence[str],
     gates: prefilter.Gates = prefilter.ON,
+    raws: dict[str, bytes] | None = None,
 ) -> None:
     """``gather`` for a CLI run: the keys the verdicts of its analysed files with findings read
     (``outcomes[p]`` for ``p`` in ``active``), the files it did not analyse. A file without a
@@ -115,6 +116,8 @@ def gather_run(
             return None
 
     def raw(path: str) -> bytes | None:
+        if raws is not None and path in raws:
+            return raws[path]
         from lint_rules.fileio import SourceError, read_regular
 
         try:  # never a FIFO (it could block) or a device

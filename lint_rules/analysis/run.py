@@ -263,11 +263,11 @@ def run_crossfile(
         for key in sorted(asked):
             facts.answers[key] = _answer(key, answers, plan.cache, base)
 
-    answers = builds.Answers(plan.files, job.gates)  # reads nothing until asked
+    answers = builds.Answers(plan.files, job.gates, plan.raws)  # reads nothing until asked
 
     index = {}
     facts = run_facts(outcomes, active)
-    gather_run(facts, outcomes, active, plan.files, job.gates)  # the facts of unread files
+    gather_run(facts, outcomes, active, plan.files, job.gates, plan.raws)  # of unread files
     rounds = settling = 0
     while True:
         index = build_index(outcomes, module_names)
