@@ -226,7 +226,9 @@ class Project:
                     self.exports[name] = self.index[key]
 
 
-def _export(kind: str, value: TEInstance, label: str, te: str = "", forward: bool = False) -> Export:
+def _export(
+    kind: str, value: TEInstance, label: str, te: str = "", forward: bool = False
+) -> Export:
     return Export(kind, label, value.name, value.index, value.rejects, value.takes, te, forward)
 
 

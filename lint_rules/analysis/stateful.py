@@ -17,7 +17,14 @@ import ast
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from lint_rules.analysis.kinds import Container, Kind, LocalInstance, TEInstance, TEModule, TEUnbound
+from lint_rules.analysis.kinds import (
+    Container,
+    Kind,
+    LocalInstance,
+    TEInstance,
+    TEModule,
+    TEUnbound,
+)
 from lint_rules.analysis.nodes import dotted
 from lint_rules.analysis.walk import COMPREHENSIONS, Context, Walker, exclusive
 from lint_rules.findings import Evidence
