@@ -2,6 +2,13 @@
 
 ``Callee`` is the small typed answer the rules and fix building get: a TE module (of a known
 class or not), a TE callable that rejects the flag, not TE, or unresolved (with why).
+
+``Kind`` is one small class per family, each with only the fields its family has: TE's own
+(``TEClass``, ``TEInstance``, ``TEUnbound``), the file's own (``LocalClass``,
+``LocalInstance``, ``LocalSelf``, ``LocalSuper``, ``LocalMethod``, ``LocalFunction``), another
+file's of the run (``ProjectClass``, ``ProjectFunction``), opaque ones (``QualName``,
+``NonTE``, ``Unknown``, ``Pending``), and ``Reject``, ``Forwarder``, ``Container``,
+``Graphed``. Code dispatches on the class (``isinstance``), never on a string tag.
 """
 
 from __future__ import annotations
@@ -94,9 +101,9 @@ class Kind:
     def __eq__(self, other: object) -> bool:
         if self is other:
             return True
-        if other.__class__ is not self.__class__:
-            return False if isinstance(other, Kind) else NotImplemented
-        return self._key() == other._key()  # type: ignore[attr-defined]
+        if not isinstance(other, Kind):
+            return NotImplemented
+        return other.__class__ is self.__class__ and self._key() == other._key()
 
     __hash__ = None  # type: ignore[assignment]
 
