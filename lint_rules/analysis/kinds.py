@@ -108,7 +108,7 @@ class Kind:
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        slots = [name for cls in type(self).__mro__ for name in getattr(cls, "__slots__", ())]
+        slots = [n for cls in reversed(type(self).__mro__) for n in getattr(cls, "__slots__", ())]
         shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in slots)
         return f"{type(self).__name__}({shown})"
 
