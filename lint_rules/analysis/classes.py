@@ -12,7 +12,23 @@ import ast
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from lint_rules.analysis.kinds import NOT_TE, UNKNOWN, Kind, Tag, join, unknown
+from lint_rules.analysis.kinds import (
+    NOT_TE,
+    UNKNOWN,
+    Container,
+    Kind,
+    LocalClass,
+    LocalInstance,
+    LocalMethod,
+    ProjectClass,
+    QualName,
+    TEClass,
+    TEInstance,
+    TEUnbound,
+    Unknown,
+    join,
+    unknown,
+)
 from lint_rules.analysis.provenance import origin_of
 from lint_rules.analysis.symbols import statements
 from lint_rules.te import FLAG, TE_ROOT
@@ -66,7 +82,7 @@ class Classes:
                 scope = self.base_scope(current)
                 for base in current.bases:
                     kind = self.resolver.resolve(base, scope)
-                    if kind.tag is Tag.CLASS and isinstance(kind.node, ast.ClassDef):
+                    if isinstance(kind, LocalClass):
                         pending.append(kind.node)
         return found
 
@@ -76,19 +92,19 @@ class Classes:
         kinds = (
             resolve(base, self.base_scope(cls)) for cls in self.lineage(node) for base in cls.bases
         )
-        return [kind for kind in kinds if kind.tag is not Tag.CLASS]
+        return [kind for kind in kinds if not isinstance(kind, LocalClass)]
 
     def te_base(self, node: ast.ClassDef) -> str | None:
         """The TE module class this in-file class derives from, if any (also through a TE
         subclass of another file of the run, ``project``)."""
         for kind in self.outside_bases(node):
-            if kind.tag is Tag.TE_CLASS:
+            if isinstance(kind, TEClass):
                 return kind.name
-            if kind.tag is Tag.PROJECT_CLASS:
+            if isinstance(kind, ProjectClass):
                 return self.resolver.project.te_base(kind.name)  # type: ignore[union-attr]
         return None
 
-    def project_base(self, lineage: list[ast.ClassDef]) -> Kind | None:
+    def project_base(self, lineage: list[ast.ClassDef]) -> ProjectClass | None:
         """The TE subclass of another file of the run that ``lineage`` derives from, when it
         is the first TE base (its ``forward`` runs unless an in-file class defines one)."""
         if self.resolver.project is None:
@@ -96,19 +112,19 @@ class Classes:
         for cls in lineage:
             for base in cls.bases:
                 kind = self.resolver.resolve(base, None)
-                if kind.tag is Tag.TE_CLASS:
+                if isinstance(kind, TEClass):
                     return None
-                if kind.tag is Tag.PROJECT_CLASS:
+                if isinstance(kind, ProjectClass):
                     return kind
         return None
 
     def foreign_base(self, node: ast.ClassDef) -> str | None:
         """A base imported from a module we cannot see (maybe a TE subclass), if any."""
         for kind in self.outside_bases(node):
-            if kind.tag is Tag.UNKNOWN:
+            if isinstance(kind, Unknown):
                 return "a base that is not resolved"
             if (
-                kind.tag is Tag.QUALNAME
+                isinstance(kind, QualName)
                 and not kind.name.startswith(_NON_TE_BASE_PREFIXES)
                 and not kind.name.startswith(TE_ROOT + ".")
             ):
@@ -131,7 +147,7 @@ class Classes:
         lineage: list[ast.ClassDef],
         node: ast.ClassDef | None,
         bases_of: list[ast.ClassDef] | None = None,
-    ) -> Kind:
+    ) -> TEInstance:
         """Calling a TE subclass whose in-file classes (``lineage``, nearest first) may define
         ``forward``: TE's own (class ``te``), or the nearest in-file one, read off its
         signature (where it takes the flag positionally, or that it takes none), or that of
@@ -144,16 +160,14 @@ class Classes:
             if through == "super":
                 continue  # `forward(self, *args, **kwargs)` hands everything to the next one
             if through:
-                return Kind(Tag.TE_INSTANCE, through, node=node)  # `te.Linear.forward(self, ...)`
+                return TEInstance(through, node)  # `te.Linear.forward(self, ...)`
             index, accepts = flag_parameter(method)
             takes = keyword_only_takes(method)
-            return Kind(
-                Tag.TE_INSTANCE, "", node=node, index=index, rejects=not accepts, takes=takes
-            )
+            return TEInstance("", node, index, not accepts, takes)
         base = self.project_base(lineage if bases_of is None else bases_of)
         if base is not None:
             return self.resolver.project.instance(base.name, node)  # type: ignore[union-attr]
-        return Kind(Tag.TE_INSTANCE, te, node=node)
+        return TEInstance(te, node)
 
     def passes_through(self, method: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
         """``"super"`` when ``method`` is only ``return super().forward(p.., *args, **kwargs)``
@@ -185,7 +199,7 @@ class Classes:
             through, names = "super", names[1:]  # `self` is bound by super()
         else:
             kind = self.resolver.resolve(owner, None)
-            if kind.tag is Tag.TE_CLASS:
+            if isinstance(kind, TEClass):
                 through = kind.name
         if through is None or len(passed) != len(names) + 1:
             return None
@@ -204,14 +218,14 @@ class Classes:
         foreign = self.foreign_base(node)
         if foreign:
             return unknown(f"an instance of `{node.name}`, which has {foreign}")
-        return Kind(Tag.LOCAL_INSTANCE, node.name, node=node)
+        return LocalInstance(node.name, node)
 
     def class_attribute(self, node: ast.ClassDef, attr: str) -> Kind:
         """``Cls.attr`` on an in-file class."""
         if attr == "forward":
             te = self.te_base(node)
             if te and not self.defines(node, "forward"):
-                return Kind(Tag.UNBOUND, te)
+                return TEUnbound(te)
             if self.foreign_base(node) and not self.defines(node, "forward"):
                 return unknown(f"`{node.name}.forward` comes from a base outside the file")
         for owner in self.lineage(node):
@@ -219,7 +233,7 @@ class Classes:
             if method is not None and _decorated(method, _CLASS_LEVEL):
                 # `Utils.create_layer(kind)`: a static or class method, called on the class,
                 # gives what its `return` statements give (a factory of TE modules is TE)
-                return Kind(Tag.METHOD, attr, node=method, owner=owner)
+                return LocalMethod(attr, method, owner)
         return NOT_TE if self.defines(node, attr) else UNKNOWN
 
     def self_attribute(self, cls: ast.ClassDef, attr: str) -> Kind:
@@ -234,7 +248,7 @@ class Classes:
             if attr in info.properties:
                 return resolver.returns(info.methods[attr], None, owner)
             if attr in info.methods:
-                return Kind(Tag.METHOD, attr, node=info.methods[attr], owner=owner)
+                return LocalMethod(attr, info.methods[attr], owner)
             kinds = [
                 resolver.resolve(value, self.symbols.scope(method, None, owner))
                 for value, method in info.attributes.get(attr, [])
@@ -246,14 +260,14 @@ class Classes:
                 kinds.append(self._added(owner, added))
             if attr in info.annotations:  # a declared type says what any value is
                 declared = resolver.instance_of(resolver.annotation(info.annotations[attr]))
-                if declared.tag is not Tag.UNKNOWN or not kinds:
+                if not isinstance(declared, Unknown) or not kinds:
                     return declared
             if kinds:
                 return join(kinds)
         if attr == "forward":
             te = self.te_base(cls)
             if te:
-                return Kind(Tag.TE_INSTANCE, te, node=cls)
+                return TEInstance(te, cls)
         return unknown(f"`{attr}` is not set in the class")
 
     def _added(self, owner: ast.ClassDef, added: Sequence[tuple[str, ast.expr, ast.AST]]) -> Kind:
@@ -263,7 +277,7 @@ class Classes:
             scope = self.symbols.scope(method, None, owner)  # type: ignore[arg-type]
             kind = resolver.resolve(value, scope)
             elements.append(kind if how == "item" else resolver.element_of(kind))
-        return Kind(Tag.CONTAINER, element=join(elements))
+        return Container(join(elements))
 
     def super_kind(self, cls: ast.ClassDef) -> Kind:
         """``super()`` (its ``forward``) inside ``cls``."""
@@ -277,9 +291,10 @@ class Classes:
             return self.te_forward(te, above, above[0] if above else None, lineage)
         foreign = self.foreign_base(cls)
         if foreign:
-            origins = [origin_of(k.name) for k in self.outside_bases(cls) if k.tag is Tag.QUALNAME]
+            bases = self.outside_bases(cls)
+            origins = [origin_of(k.name) for k in bases if isinstance(k, QualName)]
             origin = next((o for o in origins if o is not None), None)
-            return Kind(Tag.UNKNOWN, f"`{cls.name}` has {foreign}", origin=origin)
+            return Unknown(f"`{cls.name}` has {foreign}", origin)
         return NOT_TE
 
 

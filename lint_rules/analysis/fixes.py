@@ -15,7 +15,7 @@ from dataclasses import replace
 
 from lint_rules.analysis.classes import Classes
 from lint_rules.analysis.fold import fold_local
-from lint_rules.analysis.kinds import Kind, Tag
+from lint_rules.analysis.kinds import Kind, QualName, TEClass
 from lint_rules.analysis.lifecycle import Judgement
 from lint_rules.analysis.resolve import Callee, TEModule, Unresolved
 from lint_rules.analysis.symbols import ModuleSymbols, Scope, is_none, span
@@ -446,10 +446,11 @@ def _receiver(scope: Scope | None) -> str | None:
 def _lacks(kind: Kind, attr: str) -> bool:
     """A base from outside the file that is known not to set ``attr``: ``object``, or a TE or
     torch class and ``attr`` is one neither sets (``config``)."""
-    if kind.tag is Tag.QUALNAME and kind.name == "object":
-        return True
-    torch = kind.tag is Tag.QUALNAME and kind.name.startswith("torch.")
-    return (kind.tag is Tag.TE_CLASS or torch) and attr in _TE_MODULES_LACK
+    if isinstance(kind, QualName):
+        if kind.name == "object":
+            return True
+        return kind.name.startswith("torch.") and attr in _TE_MODULES_LACK
+    return isinstance(kind, TEClass) and attr in _TE_MODULES_LACK
 
 
 def _stored_by_call(call: ast.Call) -> tuple[ast.expr | None, ast.expr | None] | None:

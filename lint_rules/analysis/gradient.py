@@ -25,7 +25,7 @@ import ast
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from lint_rules.analysis.kinds import Tag
+from lint_rules.analysis.kinds import LocalFunction, LocalMethod, ProjectClass, QualName, TEClass
 from lint_rules.analysis.nodes import FunctionNode, dotted
 from lint_rules.analysis.scopes import Scope
 
@@ -132,9 +132,9 @@ class Gradients:
         if classes.defines(cls, "forward"):
             return True
         for kind in classes.outside_bases(cls):
-            if kind.tag in (Tag.TE_CLASS, Tag.PROJECT_CLASS):
+            if isinstance(kind, (TEClass, ProjectClass)):
                 return True
-            if kind.tag is Tag.QUALNAME and kind.name.rsplit(".", 1)[-1].endswith("Module"):
+            if isinstance(kind, QualName) and kind.name.rsplit(".", 1)[-1].endswith("Module"):
                 return True
         return any(
             (dotted(base) or "").rsplit(".", 1)[-1].endswith("Module")
@@ -313,7 +313,7 @@ class Gradients:
         if not isinstance(func, (ast.Name, ast.Attribute)):
             return False
         kind = self.resolver.resolve(func, scope)
-        if kind.tag in (Tag.FUNCTION, Tag.METHOD) and isinstance(kind.node, _FUNCTIONS):
+        if isinstance(kind, (LocalFunction, LocalMethod)) and isinstance(kind.node, _FUNCTIONS):
             return self._function_runs_backward(kind.node)
         return False
 

@@ -2,12 +2,18 @@
 
 ``Callee`` is the small typed answer the rules and fix building get: a TE module (of a known
 class or not), a TE callable that rejects the flag, not TE, or unresolved (with why).
+
+``Kind`` is one small class per family, each with only the fields its family has: TE's own
+(``TEClass``, ``TEInstance``, ``TEUnbound``), the file's own (``LocalClass``,
+``LocalInstance``, ``LocalSelf``, ``LocalSuper``, ``LocalMethod``, ``LocalFunction``), another
+file's of the run (``ProjectClass``, ``ProjectFunction``), opaque ones (``QualName``,
+``NonTE``, ``Unknown``, ``Pending``), and ``Reject``, ``Forwarder``, ``Container``,
+``Graphed``. Code dispatches on the class (``isinstance``), never on a string tag.
 """
 
 from __future__ import annotations
 
 import ast
-import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Union
@@ -74,145 +80,313 @@ Callee = Union[TEModule, TERejects, NotTE, Unresolved]
 
 
 # --------------------------------------------------------------------------------------------
-# The working value of an expression
-
-
-class Tag(enum.Enum):
-    """What a ``Kind`` is (its ``tag``); the values are the names the docs use."""
-
-    TE_CLASS = "te_class"
-    TE_INSTANCE = "te_instance"
-    UNBOUND = "unbound"
-    REJECT = "reject"
-    GRAPHED = "graphed"
-    FORWARDER = "forwarder"
-    CONTAINER = "container"
-    CLASS = "class"
-    LOCAL_INSTANCE = "local_instance"
-    SELF = "self"
-    SUPER = "super"
-    METHOD = "method"
-    FUNCTION = "function"
-    PROJECT_CLASS = "project_class"
-    PROJECT_FUNCTION = "project_function"
-    QUALNAME = "qualname"
-    NOT_TE = "not_te"
-    UNKNOWN = "unknown"
-    PENDING = "pending"
+# The working value of an expression: small typed families
+#
+# Values, never changed once made. Plain classes with slots, not frozen dataclasses:
+# resolution makes tens of thousands of them per thousand files, and a frozen dataclass costs
+# seven times as much to build. Two values are equal when they are of one class and agree on
+# the fields ``_key`` names (the AST nodes, scopes and provenance they carry are not compared).
 
 
 class Kind:
-    """The resolved meaning of an expression, as far as the flag is concerned.
+    """The resolved meaning of an expression, as far as the flag is concerned: one of the
+    families below (``TEKind``, ``LocalKind``, ``ProjectKind``, ``OpaqueKind``, ``Reject``,
+    ``Forwarder``, ``Container``, ``Graphed``). Consumers tell them apart with ``isinstance``."""
 
-    ``tag`` is one of: ``te_class``, ``te_instance``, ``unbound`` (``TEClass.forward``),
-    ``reject``, ``graphed``, ``forwarder`` (calls its first argument), ``container`` (``element``
-    holds what it contains, ``items`` each item when known), ``class`` / ``local_instance`` /
-    ``self`` / ``super`` (an in-file class, ``node``), ``method`` and ``function`` (in-file,
-    ``node`` the definition), ``project_class`` / ``project_function`` (a TE subclass or a TE
-    module factory of another file of the run, ``name`` its qualname: ``project``),
-    ``qualname`` (a dotted name outside TE), ``not_te``, ``unknown`` (``name`` says why) and
-    ``pending`` (a value being resolved: a cycle, ignored by ``join``).
-
-    A value, never changed once made. A plain class with slots, not a frozen dataclass:
-    resolution makes tens of thousands of them per thousand files, and a frozen dataclass
-    costs seven times as much to build.
-    """
-
-    __slots__ = (
-        "tag",
-        "name",
-        "element",
-        "node",
-        "items",
-        "owner",
-        "scope",
-        "shift",
-        "index",
-        "rejects",
-        "takes",
-        "origin",
-    )
-
-    def __init__(
-        self,
-        tag: Tag,
-        name: str = "",
-        element: Kind | None = None,
-        node: ast.AST | None = None,
-        items: tuple[Kind, ...] | None = None,
-        owner: ast.ClassDef | None = None,
-        scope: Scope | None = None,
-        shift: int = 0,
-        index: int | None = None,
-        rejects: bool = False,
-        takes: int | None = None,
-        origin: Origin | None = None,
-    ) -> None:
-        self.tag = tag
-        self.name = name
-        self.element = element
-        self.node = node
-        """The in-file class, method or function (not compared)."""
-        self.items = items
-        """For a container: each item, in order, when known (not compared)."""
-        self.owner = owner
-        """For a method: its class (not compared)."""
-        self.scope = scope
-        """For a nested function: the scope it is defined in (not compared)."""
-        self.shift = shift
-        """For a forwarder: the index of the first argument it passes on (after the function)."""
-        self.index = index
-        """For a TE instance whose ``forward`` is defined in the file: the flag's positional
-        index in that signature (None: keyword only, or not a parameter)."""
-        self.rejects = rejects
-        """For a TE instance whose ``forward`` is defined in the file: it takes no flag."""
-        self.origin = origin
-        """For an unknown value: where it comes from, when an import says
-        (``provenance.Foreign`` or ``provenance.LookAlike``; not compared)."""
-        self.takes = takes
-        """For a TE instance whose ``forward`` is defined in the file and takes the flag
-        keyword-only, without ``*args``: how many positional arguments it takes."""
+    __slots__ = ()
 
     def _key(self) -> tuple[object, ...]:
-        return (self.tag, self.name, self.element, self.shift, self.index, self.rejects, self.takes)
+        return ()
 
     def __eq__(self, other: object) -> bool:
-        if other.__class__ is not Kind:
+        if self is other:
+            return True
+        if not isinstance(other, Kind):
             return NotImplemented
-        return self is other or self._key() == other._key()  # type: ignore[attr-defined]
+        return other.__class__ is self.__class__ and self._key() == other._key()
 
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
-        return f"Kind({shown})"
+        slots = [n for cls in reversed(type(self).__mro__) for n in getattr(cls, "__slots__", ())]
+        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in slots)
+        return f"{type(self).__name__}({shown})"
 
 
-NOT_TE = Kind(Tag.NOT_TE)
-UNKNOWN = Kind(Tag.UNKNOWN)
-PENDING = Kind(Tag.PENDING)
-GRAPHED = Kind(Tag.GRAPHED)
+# -- TE's own: a module class, one of its instances, its unbound ``forward`` ------------------
 
-_NON_TE_VALUES = frozenset({Tag.LOCAL_INSTANCE, Tag.METHOD, Tag.FUNCTION, Tag.NOT_TE})
+
+class TEKind(Kind):
+    """A TE module class, instance or unbound ``forward``; ``name`` is the TE class ("" when
+    it cannot be told which one)."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.name,)
+
+
+class TEClass(TEKind):
+    """A TE module class (``te.Linear``): calling it builds an instance."""
+
+    __slots__ = ()
+
+
+class TEUnbound(TEKind):
+    """``TEClass.forward``: called with the module as its first argument."""
+
+    __slots__ = ()
+
+
+class TEInstance(TEKind):
+    """A TE module (or an instance of a TE subclass: of the file, ``node``, or of another file
+    of the run, a stand-in ``node`` named after it)."""
+
+    __slots__ = ("node", "index", "rejects", "takes")
+
+    def __init__(
+        self,
+        name: str,
+        node: ast.ClassDef | None = None,
+        index: int | None = None,
+        rejects: bool = False,
+        takes: int | None = None,
+    ) -> None:
+        self.name = name
+        self.node = node
+        """The subclass whose instance this is (not compared)."""
+        self.index = index
+        """When its ``forward`` is defined in the file: the flag's positional index in that
+        signature (None: keyword only, or not a parameter)."""
+        self.rejects = rejects
+        """When its ``forward`` is defined in the file: it takes no flag."""
+        self.takes = takes
+        """When its ``forward`` is defined in the file and takes the flag keyword-only,
+        without ``*args``: how many positional arguments it takes."""
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.name, self.index, self.rejects, self.takes)
+
+
+# -- TE callables that are not modules ------------------------------------------------------
+
+
+class Reject(Kind):
+    """A TE callable that does not accept the flag (a TypeError); ``name`` says which."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.name,)
+
+
+class Graphed(Kind):
+    """A ``make_graphed_callables`` callable (or a container of them): it needs a bool flag."""
+
+    __slots__ = ()
+
+
+class Forwarder(Kind):
+    """A wrapper that calls its first argument (checkpoint, ``functools.partial``...); ``shift``
+    is the index of the first argument it passes on (after the function)."""
+
+    __slots__ = ("name", "shift")
+
+    def __init__(self, name: str, shift: int) -> None:
+        self.name = name
+        self.shift = shift
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.name, self.shift)
+
+
+class Container(Kind):
+    """A container: ``element`` is what any item is (None: nothing known), ``items`` each item,
+    in order, when known (not compared)."""
+
+    __slots__ = ("element", "items")
+
+    def __init__(self, element: Kind | None, items: tuple[Kind, ...] | None = None) -> None:
+        self.element = element
+        self.items = items
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.element,)
+
+
+# -- the file's own classes, methods and functions ------------------------------------------
+
+
+class LocalKind(Kind):
+    """Something defined in the file; ``name`` is its name."""
+
+    __slots__ = ("name",)
+    name: str
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.name,)
+
+
+class _OfClass(LocalKind):
+    __slots__ = ("node",)
+
+    def __init__(self, name: str, node: ast.ClassDef) -> None:
+        self.name = name
+        self.node = node
+        """The in-file class (not compared)."""
+
+
+class LocalClass(_OfClass):
+    """An in-file class (``node``)."""
+
+    __slots__ = ()
+
+
+class LocalInstance(_OfClass):
+    """An instance of an in-file class that is not a TE module."""
+
+    __slots__ = ()
+
+
+class LocalSelf(_OfClass):
+    """``self`` in a method of ``node``."""
+
+    __slots__ = ()
+
+
+class LocalSuper(_OfClass):
+    """``super()`` in a method of ``node``."""
+
+    __slots__ = ()
+
+
+class LocalMethod(LocalKind):
+    """A method (``node``) of the in-file class ``owner``."""
+
+    __slots__ = ("node", "owner")
+
+    def __init__(
+        self, name: str, node: ast.FunctionDef | ast.AsyncFunctionDef, owner: ast.ClassDef
+    ) -> None:
+        self.name = name
+        self.node = node
+        self.owner = owner
+
+
+class LocalFunction(LocalKind):
+    """An in-file function (``node``); ``scope``: for a nested one, where it is defined."""
+
+    __slots__ = ("node", "scope")
+
+    def __init__(self, name: str, node: ast.AST, scope: Scope | None = None) -> None:
+        self.name = name
+        self.node = node
+        self.scope = scope
+
+
+# -- another file of the run (``project``) --------------------------------------------------
+
+
+class ProjectKind(Kind):
+    """A TE subclass or a TE module factory of another file of the run: ``name`` its
+    qualname."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.name,)
+
+
+class ProjectClass(ProjectKind):
+    __slots__ = ()
+
+
+class ProjectFunction(ProjectKind):
+    __slots__ = ()
+
+
+# -- nothing the flag cares about, or not known ---------------------------------------------
+
+
+class OpaqueKind(Kind):
+    """A value the flag's rules do not look into: a dotted name outside TE, not TE, unknown,
+    or being resolved."""
+
+    __slots__ = ()
+
+
+class QualName(OpaqueKind):
+    """A dotted name outside TE (``torch.nn.Linear``, a builtin): ``name``."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.name,)
+
+
+class NonTE(OpaqueKind):
+    """Known not to be TE (a constant, a lambda, a torch module...)."""
+
+    __slots__ = ()
+
+
+class Unknown(OpaqueKind):
+    """Not resolved: ``why`` says what stopped it; ``origin``, where it comes from when an
+    import says (``provenance.Foreign`` or ``provenance.LookAlike``; not compared)."""
+
+    __slots__ = ("why", "origin")
+
+    def __init__(self, why: str = "", origin: Origin | None = None) -> None:
+        self.why = why
+        self.origin = origin
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.why,)
+
+
+class Pending(OpaqueKind):
+    """A value being resolved (a cycle): ``join`` ignores it."""
+
+    __slots__ = ()
+
+
+NOT_TE = NonTE()
+UNKNOWN = Unknown()
+PENDING = Pending()
+GRAPHED = Graphed()
+
+_NON_TE_VALUES = (LocalInstance, LocalMethod, LocalFunction, NonTE)
 
 
 def _outside_te(kind: Kind) -> bool:
     """A dotted name imported from a package that is not TE."""
-    return kind.tag is Tag.QUALNAME and not kind.name.startswith("transformer_engine")
+    return isinstance(kind, QualName) and not kind.name.startswith("transformer_engine")
 
 
-def te_instance(cls: str) -> Kind:
-    return Kind(Tag.TE_INSTANCE, cls)
+def te_instance(cls: str) -> TEInstance:
+    return TEInstance(cls)
 
 
-def unknown(why: str) -> Kind:
-    return Kind(Tag.UNKNOWN, why)
+def unknown(why: str) -> Unknown:
+    return Unknown(why)
 
 
-def container(elements: Sequence[Kind], items: bool = True) -> Kind:
+def container(elements: Sequence[Kind], items: bool = True) -> Container:
     """A container holding ``elements`` (its items, in order, when ``items``)."""
     element = join(elements) if elements else None
-    return Kind(Tag.CONTAINER, element=element, items=tuple(elements) if items else None)
+    return Container(element, tuple(elements) if items else None)
 
 
 def join(kinds: Sequence[Kind]) -> Kind:
@@ -221,16 +395,16 @@ def join(kinds: Sequence[Kind]) -> Kind:
     A plain non-TE alternative (the ``None`` placeholder of ``x = None ... x = te.Linear()``)
     does not hide the others; a pending one (a cycle) contributes nothing.
     """
-    if len(kinds) == 1 and kinds[0].tag is not Tag.PENDING:
+    if len(kinds) == 1 and not isinstance(kinds[0], Pending):
         return kinds[0]
-    kinds = [k for k in kinds if k.tag is not Tag.PENDING]
+    kinds = [k for k in kinds if not isinstance(k, Pending)]
     if not kinds:
         return PENDING
     live = [k for k in kinds if k != NOT_TE] or kinds
     first = live[0]
     if all(k == first for k in live):
         return first
-    te = [k for k in live if k.tag is Tag.TE_INSTANCE]
+    te = [k for k in live if isinstance(k, TEInstance)]
     if te:
         # Keep the class only when every alternative is that class: TEM002 reads the flag's
         # position from it.
@@ -238,24 +412,27 @@ def join(kinds: Sequence[Kind]) -> Kind:
             if all(k.node is te[0].node for k in te):
                 return te[0]
             # Two in-file subclasses with one layout: the layout holds, not one class's name.
-            return Kind(Tag.TE_INSTANCE, te[0].name, index=te[0].index, takes=te[0].takes)
-        return Kind(Tag.TE_INSTANCE, "")
-    for tag in (Tag.TE_CLASS, Tag.UNBOUND, Tag.REJECT):
+            return TEInstance(te[0].name, index=te[0].index, takes=te[0].takes)
+        return TEInstance("")
+    for family in (TEClass, TEUnbound, Reject):
         for k in live:
-            if k.tag is tag:
+            if isinstance(k, family):
                 return k
-    if all(k.tag is Tag.CONTAINER for k in live):
-        elements = [k.element for k in live if k.element is not None]
-        return Kind(Tag.CONTAINER, element=join(elements) if elements else None)
-    if all(k.tag in _NON_TE_VALUES for k in live):
+    containers = [k for k in live if isinstance(k, Container)]
+    if len(containers) == len(live):
+        elements = [k.element for k in containers if k.element is not None]
+        return Container(join(elements) if elements else None)
+    if all(isinstance(k, _NON_TE_VALUES) for k in live):
         return NOT_TE  # in-file classes' instances, methods, functions: none is TE
-    if all(k.tag in _NON_TE_VALUES or _outside_te(k) for k in live):
+    if all(isinstance(k, _NON_TE_VALUES) or _outside_te(k) for k in live):
         # A choice between imported functions (or them and in-file ones): none is TE.
         return NOT_TE
-    origins = [k for k in live if k.tag is Tag.UNKNOWN and k.origin is not None]
-    if origins and all(k.tag in _NON_TE_VALUES or _outside_te(k) or k.origin for k in live):
+    origins = [k for k in live if isinstance(k, Unknown) and k.origin is not None]
+    if origins and all(
+        isinstance(k, _NON_TE_VALUES) or _outside_te(k) or (isinstance(k, Unknown) and k.origin)
+        for k in live
+    ):
         return origins[0]  # foreign values (and non-TE ones): where the first comes from
-    for k in live:
-        if k.tag is Tag.CONTAINER:
-            return k
+    if containers:
+        return containers[0]
     return UNKNOWN

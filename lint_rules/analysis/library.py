@@ -6,7 +6,19 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-from lint_rules.analysis.kinds import GRAPHED, NOT_TE, Kind, Tag, container
+from lint_rules.analysis.kinds import (
+    GRAPHED,
+    NOT_TE,
+    Container,
+    Kind,
+    LocalFunction,
+    LocalMethod,
+    NonTE,
+    Pending,
+    QualName,
+    Unknown,
+    container,
+)
 from lint_rules.analysis.provenance import origin_of
 from lint_rules.analysis.symbols import Scope, constant_str, optional_import
 from lint_rules.te import PASS_THROUGH, TE_GRAPH_FACTORY, TE_ROOT
@@ -26,7 +38,7 @@ _CONTAINER_FACTORIES = frozenset(
         "tuple",
     }
 )
-_WRAPPED_FUNCTIONS = frozenset({Tag.FUNCTION, Tag.METHOD})
+_WRAPPED_FUNCTIONS = (LocalFunction, LocalMethod)
 """What a call's first argument is when the call wraps a function (not a module)."""
 
 
@@ -36,11 +48,11 @@ def wrapper_of(wrapped: Kind, argument: ast.expr) -> Kind | None:
     wraps; the wrapper of a name being resolved (``f = wrap(f)``) is that name (pending, so
     its other bindings decide). None: the call is not known to wrap such a function."""
     named = isinstance(argument, (ast.Name, ast.Attribute))
-    if wrapped.tag is Tag.PENDING and named:
+    if isinstance(wrapped, Pending) and named:
         return wrapped
-    if wrapped.tag in _WRAPPED_FUNCTIONS or (wrapped.tag is Tag.NOT_TE and named):
+    if isinstance(wrapped, _WRAPPED_FUNCTIONS) or (isinstance(wrapped, NonTE) and named):
         return NOT_TE
-    if wrapped.tag is Tag.QUALNAME and not wrapped.name.startswith(TE_ROOT):
+    if isinstance(wrapped, QualName) and not wrapped.name.startswith(TE_ROOT):
         return NOT_TE
     return None
 
@@ -67,7 +79,7 @@ def library_call(resolver: Resolver, qual: str, call: ast.Call, scope: Scope | N
     if qual == "importlib.import_module" and call.args:
         module = constant_str(call.args[0])
         if module is not None and not module.startswith("."):
-            return Kind(Tag.QUALNAME, module)  # the module, as if imported
+            return QualName(module)  # the module, as if imported
     if qual.startswith(TE_ROOT + ".") and short == TE_GRAPH_FACTORY:
         return GRAPHED
     if qual in PASS_THROUGH and call.args:
@@ -75,17 +87,17 @@ def library_call(resolver: Resolver, qual: str, call: ast.Call, scope: Scope | N
     if qual in ("enumerate", "zip", "reversed") and call.args:
         parts = [resolver.element_of(resolver.resolve(a, scope)) for a in call.args]
         if qual == "enumerate":
-            return Kind(Tag.CONTAINER, element=container([NOT_TE, parts[0]]))
+            return Container(container([NOT_TE, parts[0]]))
         if qual == "zip":
-            return Kind(Tag.CONTAINER, element=container(parts))
-        return Kind(Tag.CONTAINER, element=parts[0])
+            return Container(container(parts))
+        return Container(parts[0])
     if qual in _CONTAINER_FACTORIES or short in ("ModuleList", "Sequential", "ModuleDict"):
         elements = [resolver.resolve(a, scope) for a in call.args]
         if short in ("ModuleList", "list", "tuple", "ModuleDict") and elements:
             first = elements[0]
-            if first.tag is Tag.CONTAINER:
+            if isinstance(first, Container):
                 return first
-            return Kind(Tag.CONTAINER, element=resolver.element_of(first))
+            return Container(resolver.element_of(first))
         return container(elements)
     if torch_class(qual):
         return NOT_TE  # torch.nn.Linear(...) and the like
@@ -94,4 +106,4 @@ def library_call(resolver: Resolver, qual: str, call: ast.Call, scope: Scope | N
         if wrapped is not None:
             return wrapped
     origin = origin_of(qual)
-    return Kind(Tag.UNKNOWN, f"the result of `{qual}`", origin=origin)
+    return Unknown(f"the result of `{qual}`", origin)

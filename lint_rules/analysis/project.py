@@ -25,7 +25,16 @@ from typing import TYPE_CHECKING
 
 from lint_rules.analysis.exports import Export, matched
 from lint_rules.analysis.facts import EMPTY, FileFacts
-from lint_rules.analysis.kinds import NOT_TE, UNKNOWN, Kind, Tag
+from lint_rules.analysis.kinds import (
+    NOT_TE,
+    UNKNOWN,
+    Kind,
+    ProjectClass,
+    ProjectFunction,
+    ProjectKind,
+    TEInstance,
+    TEUnbound,
+)
 from lint_rules.analysis.nodes import statements
 from lint_rules.analysis.runfacts import RunFacts
 from lint_rules.te import TE_ROOT
@@ -37,7 +46,6 @@ if TYPE_CHECKING:
     from lint_rules.analysis.symbols import ModuleSymbols
 
 
-PROJECT_TAGS = (Tag.PROJECT_CLASS, Tag.PROJECT_FUNCTION)
 """The ``Kind`` tags of an imported export (``name``: its absolute qualname)."""
 
 
@@ -103,7 +111,7 @@ class Project:
         self.names.update(names)
         return bool(self.index) and bool(matched(names, sorted(self.index)))
 
-    def kind(self, qual: str) -> Kind | None:
+    def kind(self, qual: str) -> ProjectKind | None:
         """An imported qualname's meaning when the index holds it (else None)."""
         name = absolute(qual, self.package)
         if name is None or _is_te(name):
@@ -112,7 +120,7 @@ class Project:
         export = self.index.get(name)
         if export is None or export.kind == "forwarder":
             return None
-        return Kind(PROJECT_TAGS[export.kind == "factory"], name)
+        return ProjectFunction(name) if export.kind == "factory" else ProjectClass(name)
 
     def forwarder(self, qual: str) -> Export | None:
         """An imported function of another file that passes its parameter on to TE as the
@@ -135,20 +143,13 @@ class Project:
             self._labels[qual] = node
         return node
 
-    def instance(self, qual: str, node: ast.ClassDef | None = None) -> Kind:
+    def instance(self, qual: str, node: ast.ClassDef | None = None) -> TEInstance:
         """An instance of a project class (a factory's product): the TE module it is, named
         after ``node`` (an in-file subclass) or else the project class."""
         export = self.index[qual]
         if node is None:
             node = self.label_node(qual, export.label)
-        return Kind(
-            Tag.TE_INSTANCE,
-            export.cls,
-            node=node,
-            index=export.index,
-            rejects=export.rejects,
-            takes=export.takes,
-        )
+        return TEInstance(export.cls, node, export.index, export.rejects, export.takes)
 
     def stateful(self, node: ast.ClassDef) -> str:
         """For a stand-in class node (``label_node``): the attribute the project class passes
@@ -170,7 +171,7 @@ class Project:
         if export.kind == "factory":
             return UNKNOWN
         if attr == "forward":
-            return NOT_TE if export.forward else Kind(Tag.UNBOUND, export.te_base)
+            return NOT_TE if export.forward else TEUnbound(export.te_base)
         return UNKNOWN
 
     def collect(
@@ -190,7 +191,8 @@ class Project:
             te = classes.te_base(node)
             if te:
                 forward = classes.defines(node, "forward")
-                export = _export("class", classes.instance(node), name, te, forward)
+                value = classes.te_forward(te, classes.lineage(node), node)  # its instance
+                export = _export("class", value, name, te, forward)
                 flag = flags.of(symbols, node) if flags is not None else None
                 if flag is not None:
                     export = export._replace(stateful=flag.attr)
@@ -206,8 +208,8 @@ class Project:
                 last = min(function.end_lineno or function.lineno, len(marks) - 1)
                 generator = None if marks[last] > marks[function.lineno - 1] else False
             kind = resolver.returns(function, None, None, generator)
-            if kind.tag is Tag.TE_INSTANCE:
-                label = kind.node.name if isinstance(kind.node, ast.ClassDef) else ""
+            if isinstance(kind, TEInstance):
+                label = kind.node.name if kind.node is not None else ""
                 self.exports[name] = _export("factory", kind, label)
         for name, choices in symbols.alias_choices.items():
             target = absolute(choices[0], self.package) if len(choices) == 1 else None
@@ -224,7 +226,9 @@ class Project:
                     self.exports[name] = self.index[key]
 
 
-def _export(kind: str, value: Kind, label: str, te: str = "", forward: bool = False) -> Export:
+def _export(
+    kind: str, value: TEInstance, label: str, te: str = "", forward: bool = False
+) -> Export:
     return Export(kind, label, value.name, value.index, value.rejects, value.takes, te, forward)
 
 

@@ -21,11 +21,30 @@ from lint_rules.analysis.kinds import (
     PENDING,
     UNKNOWN,
     Callee,
+    Container,
+    Forwarder,
+    Graphed,
     Kind,
+    LocalClass,
+    LocalFunction,
+    LocalInstance,
+    LocalMethod,
+    LocalSelf,
+    LocalSuper,
+    NonTE,
     NotTE,
-    Tag,
+    Pending,
+    ProjectClass,
+    ProjectFunction,
+    ProjectKind,
+    QualName,
+    Reject,
+    TEClass,
+    TEInstance,
     TEModule,
     TERejects,
+    TEUnbound,
+    Unknown,
     Unresolved,
     container,
     join,
@@ -33,7 +52,7 @@ from lint_rules.analysis.kinds import (
     unknown,
 )
 from lint_rules.analysis.library import library_call, torch_class
-from lint_rules.analysis.project import PROJECT_TAGS, Project
+from lint_rules.analysis.project import Project
 from lint_rules.analysis.provenance import origin_of
 from lint_rules.analysis.symbols import (
     ModuleSymbols,
@@ -60,9 +79,13 @@ RETURNS_SELF = frozenset(
     | {"bfloat16", "train", "eval", "requires_grad_", "share_memory", "apply"}
 )
 """``torch.nn.Module`` methods documented to return the module itself (``Returns: self``)."""
-_MODULE_VALUES = frozenset(
-    {Tag.TE_INSTANCE, Tag.LOCAL_INSTANCE, Tag.CONTAINER, Tag.SELF, Tag.GRAPHED, Tag.NOT_TE}
-)
+_MODULE_VALUES = (TEInstance, LocalInstance, Container, LocalSelf, Graphed, NonTE)
+_AS_CALLED = (TEInstance, TEUnbound, Reject, Unknown, Graphed, Forwarder)
+"""What a callee's value is as the callee: the call runs it."""
+_INSTANTIATED = (TEClass, Reject, LocalClass, Pending, ProjectClass)
+"""Calling these gives what ``Resolver.instance_of`` says."""
+_STAR_KINDS = (TEClass, Reject, Forwarder, ProjectKind)
+"""What a name from ``from m import *`` is taken to be (anything else: not known)."""
 MAPPING_STORES = frozenset({"update", "setdefault"})
 _VIEWS = frozenset({"values", "items"})
 """``ModuleDict`` (or dict) views: their items are what the mapping holds."""
@@ -81,16 +104,16 @@ def classify_qualname(qual: str, facts: TEFacts | None = None) -> Kind:
     """What an imported dotted name is, in the TE release of ``facts`` (newest: None)."""
     cls = te_class_of(qual)
     if cls:
-        return Kind(Tag.TE_CLASS, cls)
+        return TEClass(cls)
     if te_taking_name(qual, facts):
-        return Kind(Tag.QUALNAME, qual)  # takes the flag in this release, with no effect on
+        return QualName(qual)  # takes the flag in this release, with no effect on
         # gradients (no weights): its instances are not modules the rules look at
     reject = te_rejecting_name(qual, facts)
     if reject:
-        return Kind(Tag.REJECT, reject)
+        return Reject(reject)
     if qual in FORWARDERS:
-        return Kind(Tag.FORWARDER, FORWARDERS[qual], shift=1)
-    return Kind(Tag.QUALNAME, qual)
+        return Forwarder(FORWARDERS[qual], 1)
+    return QualName(qual)
 
 
 def _describe(node: ast.expr) -> str:
@@ -143,7 +166,7 @@ class Resolver:
         finally:
             del self._depth[key]
         if self._low >= depth:
-            self._memo[key] = UNKNOWN if result.tag is Tag.PENDING else result
+            self._memo[key] = UNKNOWN if isinstance(result, Pending) else result
             self._low = outer_low
         else:
             self._low = min(outer_low, self._low)
@@ -160,7 +183,7 @@ class Resolver:
 
     def _callee(self, call: ast.Call, scope: Scope | None) -> Callee:
         kind = self.callee_kind(call.func, scope)
-        if kind.tag is not Tag.FORWARDER:
+        if not isinstance(kind, Forwarder):
             return self._typed(kind, 0, "")
         via = _describe(call.func)
         if not call.args or isinstance(call.args[0], ast.Starred):
@@ -169,24 +192,25 @@ class Resolver:
         if kind.name == "te_checkpoint" and _legacy_te_checkpoint(call):
             shift += TE_CHECKPOINT_LEGACY_ARGS
         inner = self.callee_kind(call.args[0], scope)
-        if inner.tag is Tag.FORWARDER:
+        if isinstance(inner, Forwarder):
             return Unresolved(f"`{via}` wraps another wrapper", via)
         return self._typed(inner, shift, via)
 
     def _typed(self, kind: Kind, shift: int, via: str) -> Callee:
-        if kind.tag is Tag.TE_INSTANCE:
+        if isinstance(kind, TEInstance):
+            name = kind.node.name if kind.node is not None else ""
             if kind.rejects:
-                owner = kind.node.name if isinstance(kind.node, ast.ClassDef) else ""
-                return TERejects(owner)
-            name = kind.node.name if isinstance(kind.node, ast.ClassDef) else ""
+                return TERejects(name)
             return TEModule(kind.name, shift, via, kind.index, kind.takes, name)
-        if kind.tag is Tag.UNBOUND:
+        if isinstance(kind, TEUnbound):
             return TEModule(kind.name, shift + 1, via)
-        if kind.tag is Tag.REJECT:
+        if isinstance(kind, Reject):
             return TERejects(kind.name)
-        if kind.tag in (Tag.UNKNOWN, Tag.PENDING):
-            return Unresolved(kind.name or "not resolved", via, origin=kind.origin)
-        if kind.tag is Tag.GRAPHED:
+        if isinstance(kind, Unknown):
+            return Unresolved(kind.why or "not resolved", via, origin=kind.origin)
+        if isinstance(kind, Pending):
+            return Unresolved("not resolved", via)
+        if isinstance(kind, Graphed):
             return NotTE("a make_graphed_callables callable needs a bool flag")
         return NotTE()
 
@@ -198,26 +222,19 @@ class Resolver:
             return NOT_TE  # kw.update(is_first_microbatch=v) stores a key (TEM003's business)
         kind = self.resolve(func, scope)
         classes = self.classes
-        if kind.tag is Tag.SELF and isinstance(kind.node, ast.ClassDef):
+        if isinstance(kind, LocalSelf):
             if classes.defines(kind.node, "forward"):
                 return NOT_TE
             return classes.self_attribute(kind.node, "forward")
-        if kind.tag is Tag.SUPER and isinstance(kind.node, ast.ClassDef):
+        if isinstance(kind, LocalSuper):
             return classes.super_kind(kind.node)
-        if kind.tag in (
-            Tag.TE_INSTANCE,
-            Tag.UNBOUND,
-            Tag.REJECT,
-            Tag.UNKNOWN,
-            Tag.GRAPHED,
-            Tag.FORWARDER,
-        ):
+        if isinstance(kind, _AS_CALLED):
             return kind
-        if kind.tag is Tag.PENDING:
+        if isinstance(kind, Pending):
             return UNKNOWN
-        if kind.tag is Tag.TE_CLASS:
+        if isinstance(kind, TEClass):
             # The constructors take no such keyword (and no **kwargs): a TypeError.
-            return Kind(Tag.REJECT, f"{kind.name} constructor")
+            return Reject(f"{kind.name} constructor")
         # A name imported from elsewhere and called directly is a function (or constructor)
         # call; a local class's instance has its own forward, analysed where it is defined.
         return NOT_TE
@@ -241,27 +258,27 @@ class Resolver:
             # alternative is what runs where the flag matters.
             return join([self.qualname_kind(q) for q in te_imports])
         if name in symbols.classes:
-            return Kind(Tag.CLASS, name, node=symbols.classes[name])
+            return LocalClass(name, symbols.classes[name])
         if name in symbols.functions:
-            return Kind(Tag.FUNCTION, name, node=symbols.functions[name])
+            return LocalFunction(name, symbols.functions[name])
         if imported:
             return join([self.qualname_kind(q) for q in imported])
         if name in symbols.assigns:
             return join([self.resolve(v, None) for v in symbols.assigns[name]])
         for module in symbols.star_modules:
             kind = self.qualname_kind(f"{module}.{name}")
-            if kind.tag in (Tag.TE_CLASS, Tag.REJECT, Tag.FORWARDER, *PROJECT_TAGS):
+            if isinstance(kind, _STAR_KINDS):
                 return kind
         if name in _BUILTIN_NAMES:
-            return Kind(Tag.QUALNAME, name)
+            return QualName(name)
         return unknown(f"`{name}` is not defined in the file")
 
     def _local(self, name: str, owner: Scope) -> Kind:
         if name in owner.params and name not in owner.bindings:
             if owner.self_name == name and owner.cls is not None:
-                return Kind(Tag.SELF, owner.cls.name, node=owner.cls)
+                return LocalSelf(owner.cls.name, owner.cls)
             if owner.cls_name == name and owner.cls is not None:
-                return Kind(Tag.CLASS, owner.cls.name, node=owner.cls)
+                return LocalClass(owner.cls.name, owner.cls)
             annotation = owner.params[name]
             if annotation is not None:
                 return self.instance_of(self.annotation(annotation))
@@ -280,9 +297,9 @@ class Resolver:
                     kind = self.element_of(kind)
                 kinds.append(self._unpacked(kind, binding.path))
             elif binding.how == "def" and definition is not None:
-                kinds.append(Kind(Tag.FUNCTION, name, node=definition, scope=owner))
+                kinds.append(LocalFunction(name, definition, owner))
             elif binding.how == "class" and isinstance(definition, ast.ClassDef):
-                kinds.append(Kind(Tag.CLASS, definition.name, node=definition))
+                kinds.append(LocalClass(definition.name, definition))
             elif binding.how == "import":
                 kinds.append(self.qualname_kind(binding.qualname))
             else:
@@ -294,7 +311,7 @@ class Resolver:
         if path is None:
             return unknown("a starred target")
         for index in path:
-            if kind.tag is Tag.CONTAINER and kind.items is not None and index < len(kind.items):
+            if isinstance(kind, Container) and kind.items is not None and index < len(kind.items):
                 kind = kind.items[index]
             else:
                 kind = self.element_of(kind)
@@ -354,9 +371,9 @@ class Resolver:
         if isinstance(node, ast.Dict):
             return container([self.resolve(v, scope) for v in node.values], items=False)
         if isinstance(node, (ast.ListComp, ast.GeneratorExp, ast.SetComp)):
-            return Kind(Tag.CONTAINER, element=self.resolve(node.elt, scope))
+            return Container(self.resolve(node.elt, scope))
         if isinstance(node, ast.DictComp):
-            return Kind(Tag.CONTAINER, element=self.resolve(node.value, scope))
+            return Container(self.resolve(node.value, scope))
         if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Mult, ast.Add)):
             return join([self.resolve(node.left, scope), self.resolve(node.right, scope)])
         if isinstance(node, ast.IfExp):
@@ -379,7 +396,7 @@ class Resolver:
 
     def element_of(self, kind: Kind, index: ast.expr | None = None) -> Kind:
         """An item of ``kind`` (``index``: the subscript, when a constant picks one item)."""
-        if kind.tag is Tag.CONTAINER:
+        if isinstance(kind, Container):
             if kind.items is not None and isinstance(index, ast.Constant):
                 position = index.value
                 if isinstance(position, int) and -len(kind.items) <= position < len(kind.items):
@@ -387,46 +404,44 @@ class Resolver:
             if kind.element is not None:
                 return kind.element
             return unknown("nothing is known to be stored in the container")
-        if kind.tag in (Tag.GRAPHED, Tag.PENDING):  # make_graphed_callables: a tuple for a tuple
+        if isinstance(kind, (Graphed, Pending)):  # make_graphed_callables: a tuple for a tuple
             return kind
         return unknown("an item of a value that is not resolved")
 
     def instance_of(self, kind: Kind) -> Kind:
-        if kind.tag is Tag.TE_CLASS:
+        if isinstance(kind, TEClass):
             return te_instance(kind.name)
-        if kind.tag in (Tag.REJECT, Tag.PENDING):
+        if isinstance(kind, (Reject, Pending)):
             return kind
-        if kind.tag is Tag.CLASS and isinstance(kind.node, ast.ClassDef):
+        if isinstance(kind, LocalClass):
             return self.classes.instance(kind.node)
-        if kind.tag is Tag.QUALNAME and (torch_class(kind.name) or te_taking(kind.name)):
-            return NOT_TE
-        if kind.tag is Tag.PROJECT_CLASS:
-            return self.project.instance(kind.name)  # type: ignore[union-attr]
-        if kind.tag is Tag.QUALNAME:
+        if isinstance(kind, QualName):
+            if torch_class(kind.name) or te_taking(kind.name):
+                return NOT_TE
             origin = origin_of(kind.name)
             if origin is not None:
-                return Kind(Tag.UNKNOWN, f"an instance of `{kind.name}`", origin=origin)
+                return Unknown(f"an instance of `{kind.name}`", origin)
+        if isinstance(kind, ProjectClass):
+            return self.project.instance(kind.name)  # type: ignore[union-attr]
         return unknown("an instance of a class that is not resolved")
 
     def attribute_of(self, base: Kind, attr: str) -> Kind:
         classes = self.classes
-        if base.tag is Tag.QUALNAME:
+        if isinstance(base, QualName):
             return self.qualname_kind(f"{base.name}.{attr}")
-        if base.tag is Tag.PROJECT_CLASS:
+        if isinstance(base, ProjectClass):
             return self.project.class_attribute(base.name, attr)  # type: ignore[union-attr]
-        if base.tag in (Tag.SELF, Tag.LOCAL_INSTANCE) and isinstance(base.node, ast.ClassDef):
+        if isinstance(base, (LocalSelf, LocalInstance)):
             return classes.self_attribute(base.node, attr)
-        if base.tag is Tag.TE_INSTANCE:
+        if isinstance(base, TEInstance):
             return base if attr == "forward" else UNKNOWN
-        if base.tag is Tag.TE_CLASS:
-            return Kind(Tag.UNBOUND, base.name) if attr == "forward" else UNKNOWN
-        if base.tag is Tag.CLASS and isinstance(base.node, ast.ClassDef):
+        if isinstance(base, TEClass):
+            return TEUnbound(base.name) if attr == "forward" else UNKNOWN
+        if isinstance(base, LocalClass):
             return classes.class_attribute(base.node, attr)
-        if base.tag is Tag.SUPER and isinstance(base.node, ast.ClassDef):
+        if isinstance(base, LocalSuper):
             return classes.super_kind(base.node) if attr == "forward" else UNKNOWN
-        if base.tag in (Tag.REJECT, Tag.PENDING):
-            return base
-        if base.tag is Tag.UNKNOWN:
+        if isinstance(base, (Reject, Pending, Unknown)):
             return base
         return unknown(f"attribute `{attr}` of a value that is not resolved")
 
@@ -437,7 +452,7 @@ class Resolver:
         if isinstance(func, ast.Name) and func.id == "super" and scope is not None:
             cls = scope.enclosing_class()
             if cls is not None:
-                return Kind(Tag.SUPER, cls.name, node=cls)
+                return LocalSuper(cls.name, cls)
             return unknown("`super()` outside a class")
         if isinstance(func, ast.Name) and func.id == "getattr" and len(call.args) >= 2:
             name = constant_str(call.args[1])
@@ -446,28 +461,28 @@ class Resolver:
             return unknown("`getattr` with a name that is not a constant")
         if isinstance(func, ast.Attribute) and func.attr in _VIEWS and not call.args:
             base = self.resolve(func.value, scope)  # `self.layers.values()`, `.items()`
-            if base.tag is Tag.CONTAINER and base.element is not None:
+            if isinstance(base, Container) and base.element is not None:
                 if func.attr == "values":
-                    return Kind(Tag.CONTAINER, element=base.element)
-                return Kind(Tag.CONTAINER, element=container([NOT_TE, base.element]))
+                    return Container(base.element)
+                return Container(container([NOT_TE, base.element]))
         if isinstance(func, ast.Attribute) and func.attr in RETURNS_SELF:
             base = self.resolve(func.value, scope)
-            if base.tag in _MODULE_VALUES:
+            if isinstance(base, _MODULE_VALUES):
                 return base  # `te.Linear(...).cuda()`, `.to(device)`, `.eval()`: the module
         kind = self.resolve(func, scope)
-        if kind.tag in (Tag.TE_CLASS, Tag.REJECT, Tag.CLASS, Tag.PENDING, Tag.PROJECT_CLASS):
+        if isinstance(kind, _INSTANTIATED):
             return self.instance_of(kind)
-        if kind.tag is Tag.PROJECT_FUNCTION:
+        if isinstance(kind, ProjectFunction):
             return self.project.instance(kind.name)  # type: ignore[union-attr]
-        if kind.tag is Tag.METHOD and isinstance(kind.node, _FUNCTIONS):
+        if isinstance(kind, LocalMethod):
             return self.returns(kind.node, None, kind.owner)
-        if kind.tag is Tag.FUNCTION and isinstance(kind.node, _FUNCTIONS):
+        if isinstance(kind, LocalFunction) and isinstance(kind.node, _FUNCTIONS):
             return self.returns(kind.node, kind.scope, None)
-        if kind.tag is Tag.QUALNAME:
+        if isinstance(kind, QualName):
             return library_call(self, kind.name, call, scope)
-        if kind.tag is Tag.FORWARDER and kind.name == "partial" and call.args:
+        if isinstance(kind, Forwarder) and kind.name == "partial" and call.args:
             inner = self.resolve(call.args[0], scope)
-            if inner.tag is Tag.TE_INSTANCE and len(call.args) > 1:
+            if isinstance(inner, TEInstance) and len(call.args) > 1:
                 return te_instance("")  # bound positional arguments move the flag
             return inner
         return unknown(f"the result of `{dotted(func) or 'a call'}`")

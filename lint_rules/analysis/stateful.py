@@ -17,7 +17,14 @@ import ast
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from lint_rules.analysis.kinds import Kind, Tag, TEModule
+from lint_rules.analysis.kinds import (
+    Container,
+    Kind,
+    LocalInstance,
+    TEInstance,
+    TEModule,
+    TEUnbound,
+)
 from lint_rules.analysis.nodes import dotted
 from lint_rules.analysis.walk import COMPREHENSIONS, Context, Walker, exclusive
 from lint_rules.findings import Evidence
@@ -147,12 +154,10 @@ class StatefulCheck:
         """The chain from a value to a stateful TE wrapper it is or holds, if any."""
         if depth > _DEPTH:
             return None
-        if kind.tag is Tag.CONTAINER and kind.element is not None:
+        if isinstance(kind, Container) and kind.element is not None:
             return self.tie(kind.element, depth + 1)
-        node = kind.node
-        if not isinstance(node, ast.ClassDef):
-            return None
-        if kind.tag is Tag.TE_INSTANCE:
+        if isinstance(kind, TEInstance) and kind.node is not None:
+            node = kind.node
             project = self.a.project
             attr = project.stateful(node) if project is not None else ""
             if attr:
@@ -165,8 +170,9 @@ class StatefulCheck:
                 return None
             text = f"`{node.name}` passes its own `self.{flag.attr}` to TE as the flag"
             return (Evidence(text, flag.line, flag.col),)
-        if kind.tag is not Tag.LOCAL_INSTANCE:
+        if not isinstance(kind, LocalInstance):
             return None
+        node = kind.node
         key = (id(node), depth)
         if key in self._ties:
             return self._ties[key]
@@ -229,7 +235,7 @@ class StatefulCheck:
             why, where, more = repeated
             scope = self.a.scope_of(ctx)
             kind = self.a.resolver.resolve(call.func, scope)
-            if kind.tag is Tag.UNBOUND or (
+            if isinstance(kind, TEUnbound) or (
                 isinstance(call.func, ast.Attribute) and call.func.attr == "forward"
             ):
                 kind = self.a.resolver.resolve(call.func.value, scope)  # type: ignore[attr-defined]
