@@ -4,9 +4,12 @@ the ``atexit`` handlers run (coverage, a pool's finalizers), a profiler's file w
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 FLAGGED = (Path(__file__).parents[1] / "examples" / "megatron_style.py").read_text()
 """A file with findings (TEM001)."""
@@ -67,3 +70,24 @@ def test_a_profile_of_the_command_is_written(tmp_path: Path) -> None:
     )
     assert " TEM001 " in done.stdout  # (cProfile itself exits 0 whatever the code)
     assert out.stat().st_size > 0
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full (Linux)")
+@pytest.mark.parametrize("findings", [True, False])
+def test_output_that_cannot_be_written_is_one_line_and_exit_2(
+    tmp_path: Path, findings: bool
+) -> None:
+    if findings:
+        (tmp_path / "train.py").write_text(FLAGGED)
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [sys.executable, "-m", "lint_rules.cli", "check", "--no-cache", "."],
+            cwd=tmp_path,
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+        )
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+    assert "te-microbatch-lint: error: cannot write: No space left on device\n" in done.stderr

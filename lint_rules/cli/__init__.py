@@ -35,10 +35,40 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         from lint_rules.cli.command import main as run
 
-        return run(argv)
+        return _output_written(run(argv))
     except KeyboardInterrupt:
         print("te-microbatch-lint: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `... | head`: stop quietly with 0, as ruff (and ripgrep) do
+        _quiet_stdout()
+        return 0
+    except OSError as error:  # the output cannot be written (a full disk): one line, exit 2
+        _quiet_stdout()
+        print(
+            f"te-microbatch-lint: error: cannot write: {error.strerror or error}", file=sys.stderr
+        )
+        return 2
+
+
+def _output_written(code: int) -> int:
+    """``code``, once what the command printed is written (a full disk or a closed pipe says
+    so here, not in a traceback at exit)."""
+    stdout = sys.stdout
+    if stdout is not None and not getattr(stdout, "closed", False):
+        stdout.flush()
+    return code
+
+
+def _quiet_stdout() -> None:
+    """Standard output sent to the null device: what is left in its buffer is dropped, so the
+    exit does not fail again on it."""
+    import contextlib
+    import os
+
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
 
 
 def console() -> None:
