@@ -246,7 +246,7 @@ _HANDED = re.compile(
 
 def handed_names(text: str) -> frozenset[str]:
     """The names a file hands to ``apply``/a hook registration, from its text (with the
-    gates off the tree is read instead, ``collector.Collector._applied``). The pattern is
+    gates off the tree is read instead, ``treefacts.TreeFacts.applied``). The pattern is
     tried only where ``apply(`` or ``hook(`` may start (``str.find``)."""
     names: set[str] = set()
     for word in ("apply", "register_"):
