@@ -246,7 +246,11 @@ class Answers:
         if found is None:
             needle, found = name.encode(), []
             for path in self.paths:
-                if needle in self._data(path):
+                spelled = self.gates.spells(self._data(path), needle)
+                if spelled is None:  # (the gates off: parsed, and asked whether it reads it)
+                    scan = self.scan(path, name)
+                    spelled = scan is not None and (name in scan.found or name in scan.subclasses)
+                if spelled:
                     found.append(path)
                     if _too_much(read.union(found), self._data):
                         return None  # (not kept: the rest of the files were not searched)

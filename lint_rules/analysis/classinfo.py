@@ -134,17 +134,3 @@ def spelled_only_as_call(source: str | None, name: str) -> bool:
         source[at - 1 : at] == "." and source.startswith("(", at + len(name))
         for at in words(source, name)
     )
-
-
-def may_nest_class(source: str) -> bool:
-    """Whether a ``class`` statement may stand below the top of the module: some line starts
-    with an indented ``class`` (a ``class`` statement always starts its line)."""
-    if "\r" in source or "\\\n" in source:
-        return True  # lines that end in a carriage return alone, or continued: not searched here
-    at = source.find("class")
-    while at >= 0:
-        start = source.rfind("\n", 0, at) + 1
-        if at > start and not source[start:at].strip(" \t\f"):
-            return True
-        at = source.find("class", at + 5)
-    return False

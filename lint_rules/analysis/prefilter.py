@@ -282,6 +282,43 @@ def lines_naming(lines: Sequence[str], names: Iterable[str]) -> list[int]:
     return [n for n, line in enumerate(lines, start=1) if any(name in line for name in names)]
 
 
+def _lines_naming(
+    text: str | None, lines: Callable[[], list[str]], names: Iterable[str]
+) -> list[int]:
+    """``lines_naming``: by ``str.find`` over ``text`` where it has no carriage return (a
+    search per name, not a test per line and name), else line by line."""
+    names = tuple(names)
+    if text is not None and "\r" not in text and all(names):
+        return hit_lines(text, names)
+    return lines_naming(lines(), names)
+
+
+def may_nest_class(text: str) -> bool:
+    """Whether a ``class`` statement may stand below the top of the module: some line starts
+    with an indented ``class`` (a ``class`` statement always starts its line)."""
+    if "\r" in text or "\\\n" in text:
+        return True  # lines that end in a carriage return alone, or continued: not searched here
+    at = text.find("class")
+    while at >= 0:
+        start = text.rfind("\n", 0, at) + 1
+        if at > start and not text[start:at].strip(" \t\f"):
+            return True
+        at = text.find("class", at + 5)
+    return False
+
+
+def walrus_lines(text: str) -> list[int]:
+    """The lines (as ``ast`` numbers them, ascending) that spell ``:=``: only a function that
+    spans one can bind a name in an expression (a string may spell it too: only a maybe)."""
+    if ":=" not in text:
+        return []
+    if "\r" not in text:
+        return hit_lines(text, (":=",))
+    from lint_rules.findings import ast_lines
+
+    return [n for n, line in enumerate(ast_lines(text), start=1) if ":=" in line]
+
+
 _NO_POSITIONAL = 1 << 30
 """``Walker``'s ``positional`` where no call can pass the flag positionally (it does not
 import TE): only keyword flags and splats are looked at."""
@@ -334,11 +371,26 @@ class Gates:
         return any(text.count(name) > 1 for name in names)
 
     def lines_naming(
-        self, lines: Callable[[], list[str]], names: Iterable[str]
+        self, lines: Callable[[], list[str]], names: Iterable[str], text: str | None = None
     ) -> list[int] | None:
         """The lines (ascending) that spell one of ``names`` (``lines()``: the text's lines
-        as ``ast`` numbers them): the only statements that can use them; None: every one."""
-        return lines_naming(lines(), names)
+        as ``ast`` numbers them; ``text``: the text, searched whole where it can be): the only
+        statements that can use them; None: every one."""
+        return _lines_naming(text, lines, names)
+
+    def may_nest_class(self, text: str) -> bool:
+        """Whether a class may be defined below the module's top level (``may_nest_class``)."""
+        return may_nest_class(text)
+
+    def walrus_lines(self, text: str) -> list[int] | None:
+        """The lines that spell ``:=`` (``walrus_lines``); None: every function may bind a
+        name in an expression."""
+        return walrus_lines(text)
+
+    def spells(self, data: bytes, needle: bytes) -> bool | None:
+        """Whether a file's bytes spell ``needle`` (a byte search: the files ``builds``
+        parses, and counts against its budget); None: parse it and see whether it reads it."""
+        return needle in data
 
     def may_declare_global(self, text: str) -> bool:
         """Whether a function of the file may declare a ``global``."""
@@ -410,8 +462,17 @@ class Open(Gates):
         return True
 
     def lines_naming(
-        self, lines: Callable[[], list[str]], names: Iterable[str]
+        self, lines: Callable[[], list[str]], names: Iterable[str], text: str | None = None
     ) -> list[int] | None:
+        return None
+
+    def may_nest_class(self, text: str) -> bool:
+        return True
+
+    def walrus_lines(self, text: str) -> list[int] | None:
+        return None
+
+    def spells(self, data: bytes, needle: bytes) -> bool | None:
         return None
 
     def may_declare_global(self, text: str) -> bool:
