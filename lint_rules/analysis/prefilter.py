@@ -307,6 +307,16 @@ def may_nest_class(text: str) -> bool:
     return False
 
 
+def spelled_only_as_call(source: str | None, name: str) -> bool:
+    """Every occurrence of ``name`` as a word in ``source`` is ``.name(``."""
+    if source is None or not source.isascii():
+        return False  # an identifier may be spelled with characters that normalise to it
+    return all(
+        source[at - 1 : at] == "." and source.startswith("(", at + len(name))
+        for at in words(source, name)
+    )
+
+
 def walrus_lines(text: str) -> list[int]:
     """The lines (as ``ast`` numbers them, ascending) that spell ``:=``: only a function that
     spans one can bind a name in an expression (a string may spell it too: only a maybe)."""
@@ -382,6 +392,19 @@ class Gates:
         """Whether a class may be defined below the module's top level (``may_nest_class``)."""
         return may_nest_class(text)
 
+    def imports_te(self, text: str) -> bool:
+        """Whether the text may import TE (``imports_te``): analysed first in a run."""
+        return imports_te(text)
+
+    def may_import(self, text: str | bytes) -> bool:
+        """Whether a text (or its UTF-8 bytes) may hold an import: it spells ``import``."""
+        return ("import" if isinstance(text, str) else b"import") in text  # type: ignore[operator]
+
+    def only_called(self, text: str | None, name: str) -> bool:
+        """Whether the text spells ``name`` only as ``.name(`` (``spelled_only_as_call``):
+        then no class of the file stores a value under it; False: read the classes."""
+        return spelled_only_as_call(text, name)
+
     def walrus_lines(self, text: str) -> list[int] | None:
         """The lines that spell ``:=`` (``walrus_lines``); None: every function may bind a
         name in an expression."""
@@ -445,7 +468,9 @@ class Open(Gates):
         return True
 
     def te_file(self, text: str) -> bool:
-        return True
+        return TE_ROOT in text  # (no "may" here: a file taken to import TE is analysed with
+        # what it imports itself, before the run's index; a file that never spells TE's
+        # package imports nothing of it but through another file of the run: ``project``)
 
     def interesting_lines(
         self, text: str, lines: Callable[[], list[str]], te_file: bool
@@ -468,6 +493,15 @@ class Open(Gates):
 
     def may_nest_class(self, text: str) -> bool:
         return True
+
+    def imports_te(self, text: str) -> bool:
+        return TE_ROOT in text  # (see ``te_file``)
+
+    def may_import(self, text: str | bytes) -> bool:
+        return True
+
+    def only_called(self, text: str | None, name: str) -> bool:
+        return False
 
     def walrus_lines(self, text: str) -> list[int] | None:
         return None

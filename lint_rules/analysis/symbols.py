@@ -14,7 +14,6 @@ from bisect import bisect_left
 from lint_rules.analysis.classinfo import (
     ClassInfo,
     read_class,
-    spelled_only_as_call,
 )
 from lint_rules.analysis.nodes import (
     SIMPLE_STATEMENTS,
@@ -210,7 +209,7 @@ class ModuleSymbols:
         otherwise), told without reading a class. False when it cannot be told."""
         known = self._only_called.get(name)
         if known is None:
-            known = self._only_called[name] = spelled_only_as_call(self._source, name)
+            known = self._only_called[name] = self.gates.only_called(self._source, name)
         return known
 
     def stored_attributes(self) -> frozenset[str]:
