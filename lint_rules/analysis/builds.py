@@ -124,8 +124,8 @@ class _Scan:
         for _, stmt, after in block(body):  # only what can run (``blocks``)
             if prefilter.spans_a_mark(self.marks, stmt):
                 self.stmt(stmt, known, top)
-            if after is not None:  # `if not use_kitchen: return ...`: what follows needs it
-                known = known | terms(after[0], after[1])
+            for test, outcome in after:  # `if not use_kitchen: return ...`: what follows needs it
+                known = known | terms(test.test, outcome)
 
     def stmt(self, stmt: ast.stmt, known: frozenset[Term], top: str | None) -> None:
         if isinstance(stmt, (ast.Import, ast.ImportFrom)):

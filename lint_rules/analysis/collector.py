@@ -74,8 +74,8 @@ class Collector:
             here = where._replace(top=index) if top else where
             if self.wanted(stmt):
                 self.stmt(stmt, here)
-            if after is not None:  # `if not cfg.fp8: return`: what follows needs cfg
-                where = self._branch(after[0], after[1], where)
+            for test, outcome in after:  # `if not cfg.fp8: return`: what follows needs cfg
+                where = self._branch(test.test, outcome, where)
 
     def _branch(self, test: ast.expr, outcome: bool, where: Where) -> Where:
         """``where`` inside the branch of ``test`` taken when it is ``outcome`` (a test read
