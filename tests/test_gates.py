@@ -49,14 +49,13 @@ def test_catalogue_is_the_same_with_the_gates_off() -> None:
     assert off == on
 
 
-def _run(where: Path, gates: prefilter.Gates) -> list[tuple]:
-    """``check`` over the folder ``model`` of ``where`` as one project (``--isolated``)."""
+def _run(folder: Path, gates: prefilter.Gates) -> list[tuple]:
+    """``check`` over ``folder`` as one project (``--isolated``)."""
     from lint_rules.analysis.filework import check_file
     from lint_rules.analysis.plan import plan_files
     from lint_rules.analysis.run import run_crossfile
     from lint_rules.settings import DEFAULT_SETTINGS
 
-    folder = where / "model"
     files = sorted(str(p) for p in folder.rglob("*.py"))
     job = Job(gates=gates)
     plan = plan_files(job, files, lambda path: DEFAULT_SETTINGS, None, None, True)
@@ -79,10 +78,22 @@ def test_a_run_over_a_package_is_the_same_with_the_gates_off(case: str) -> None:
     """The run's own gates (the files it parses, the facts a file shares, the unread files it
     gathers facts from, where a class is built) as well."""
     where = ROOT / "fixtures" / "lifecycle" / case
-    on = _run(where, prefilter.ON)
-    off = _run(where, prefilter.OFF)
+    on = _run(where / "model", prefilter.ON)
+    off = _run(where / "model", prefilter.OFF)
     assert off == on
     expected = {"rearm_every_step": 0, "rearm_under_fp8": 1, "built_under_switch": 2}
     expected["object_and_step"] = 4  # a re-arm and its caller that never spell "microbatch"
     expected["across_files"] = 2
     assert len(on) == expected[case]
+
+
+IMPORTS = sorted(p for p in (ROOT / "fixtures" / "imports").iterdir() if p.is_dir())
+
+
+@pytest.mark.parametrize("folder", [*IMPORTS, ROOT / "fixtures" / "project"], ids=lambda p: p.name)
+def test_a_run_through_packages_is_the_same_with_the_gates_off(folder: Path) -> None:
+    """What a package's ``__init__.py`` re-exports, and which files may import TE, are told
+    from the text with the gates on (``may_import``, ``imports_te``): the same findings."""
+    on = _run(folder, prefilter.ON)
+    assert _run(folder, prefilter.OFF) == on
+    assert len(on) >= 2

@@ -124,8 +124,8 @@ class _Scan:
         for _, stmt, after in block(body):  # only what can run (``blocks``)
             if prefilter.spans_a_mark(self.marks, stmt):
                 self.stmt(stmt, known, top)
-            if after is not None:  # `if not use_kitchen: return ...`: what follows needs it
-                known = known | terms(after[0], after[1])
+            for test, outcome in after:  # `if not use_kitchen: return ...`: what follows needs it
+                known = known | terms(test.test, outcome)
 
     def stmt(self, stmt: ast.stmt, known: frozenset[Term], top: str | None) -> None:
         if isinstance(stmt, (ast.Import, ast.ImportFrom)):
@@ -252,7 +252,11 @@ class Answers:
         if found is None:
             needle, found = name.encode(), []
             for path in self.paths:
-                if needle in self._data(path):
+                spelled = self.gates.spells(self._data(path), needle)
+                if spelled is None:  # (the gates off: parsed, and asked whether it reads it)
+                    scan = self.scan(path, name)
+                    spelled = scan is not None and (name in scan.found or name in scan.subclasses)
+                if spelled:
                     found.append(path)
                     if _too_much(read.union(found), self._data):
                         return None  # (not kept: the rest of the files were not searched)

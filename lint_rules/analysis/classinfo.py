@@ -9,7 +9,6 @@ import ast
 from dataclasses import dataclass
 
 from lint_rules.analysis.nodes import FunctionNode, statements
-from lint_rules.analysis.prefilter import words
 
 
 @dataclass
@@ -124,27 +123,3 @@ def _unpacked_attrs(
         elif isinstance(element, (ast.Tuple, ast.List)):
             found.extend(_unpacked_attrs(element, part, self_name))
     return found
-
-
-def spelled_only_as_call(source: str | None, name: str) -> bool:
-    """Every occurrence of ``name`` as a word in ``source`` is ``.name(``."""
-    if source is None or not source.isascii():
-        return False  # an identifier may be spelled with characters that normalise to it
-    return all(
-        source[at - 1 : at] == "." and source.startswith("(", at + len(name))
-        for at in words(source, name)
-    )
-
-
-def may_nest_class(source: str) -> bool:
-    """Whether a ``class`` statement may stand below the top of the module: some line starts
-    with an indented ``class`` (a ``class`` statement always starts its line)."""
-    if "\r" in source or "\\\n" in source:
-        return True  # lines that end in a carriage return alone, or continued: not searched here
-    at = source.find("class")
-    while at >= 0:
-        start = source.rfind("\n", 0, at) + 1
-        if at > start and not source[start:at].strip(" \t\f"):
-            return True
-        at = source.find("class", at + 5)
-    return False

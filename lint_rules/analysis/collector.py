@@ -7,13 +7,11 @@ call goes through."""
 from __future__ import annotations
 
 import ast
-import weakref
 from bisect import bisect_left
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 from lint_rules.analysis.blocks import block
-from lint_rules.analysis.conditions import Reading, When, classify, condition_text
-from lint_rules.analysis.counters import counters as _counters
+from lint_rules.analysis.conditions import When, classify, condition_text
 from lint_rules.analysis.counters import file_classes
 from lint_rules.analysis.facts import (
     HOOKS,
@@ -23,10 +21,9 @@ from lint_rules.analysis.facts import (
     _arg_kind,
     _last_name,
     _params,
-    evaluating,
     write_value,
 )
-from lint_rules.analysis.nodes import constant_str, statements, target_names
+from lint_rules.analysis.nodes import constant_str, statements
 from lint_rules.analysis.objects import (
     BUILTINS,
     class_name,
@@ -37,14 +34,17 @@ from lint_rules.analysis.objects import (
     target_nodes,
 )
 from lint_rules.analysis.prefilter import Gates
-from lint_rules.analysis.walk import called_names, iter_nodes, updates_parameters
+from lint_rules.analysis.treefacts import tree_facts
+from lint_rules.analysis.walk import iter_nodes
 
 _NONE: frozenset[str] = frozenset()
-_PER_TREE: weakref.WeakKeyDictionary[ast.Module, dict[str, object]] = weakref.WeakKeyDictionary()
 _STATIC = frozenset({"staticmethod", "classmethod"})
 
 
 class Collector:
+    """One walk of a module's statements (``body``): the writes and calls it meets, each with
+    where it runs; what is read off the tree is asked of its ``TreeFacts``."""
+
     def __init__(
         self, tree: ast.Module, lines: Sequence[int] | None, source: str | None, gates: Gates
     ) -> None:
@@ -56,16 +56,9 @@ class Collector:
         self.calls: list[CallFact] = []
         self.getters: list[tuple[str, str]] = []
         self.no_globals = source is not None and not gates.may_declare_global(source)
-        self._file: dict[str, object] = _PER_TREE.setdefault(tree, {})
-        """What every collector of this tree shares (a file's verdicts make several): the
-        functions and classes met, what was read off them, the places and loops."""
-        shared = self._file
-        self.functions: dict[str, ast.AST] = shared.setdefault("functions", {})  # type: ignore[assignment]
-        self._memo: dict[tuple[str, str], object] = shared.setdefault("memo", {})  # type: ignore[assignment]
-        self._classes: dict[str, ast.ClassDef] = shared.setdefault("classes", {})  # type: ignore[assignment]
-        self._places: dict[tuple[object, ...], str] = shared.setdefault("places", {})  # type: ignore[assignment]
+        self.file = tree_facts(tree)
+        """What every collector of this tree shares (``treefacts``)."""
         self._tests: dict[tuple[object, ...], tuple[When, str | None]] = {}
-        self._loop_kinds: dict[int, str] = self._file.setdefault("loops", {})  # type: ignore[assignment]
 
     # -- the walk ----------------------------------------------------------------------------
 
@@ -81,8 +74,8 @@ class Collector:
             here = where._replace(top=index) if top else where
             if self.wanted(stmt):
                 self.stmt(stmt, here)
-            if after is not None:  # `if not cfg.fp8: return`: what follows needs cfg
-                where = self._branch(after[0], after[1], where)
+            for test, outcome in after:  # `if not cfg.fp8: return`: what follows needs cfg
+                where = self._branch(test.test, outcome, where)
 
     def _branch(self, test: ast.expr, outcome: bool, where: Where) -> Where:
         """``where`` inside the branch of ``test`` taken when it is ``outcome`` (a test read
@@ -93,7 +86,7 @@ class Collector:
         key = (id(test), where.function, where.loops)
         known = self._tests.get(key)
         if known is None:
-            reading = self.reading(where)
+            reading = self.file.reading(where)
             kind = classify(test, reading)
             text = condition_text(test, True, reading, kind) if kind is When.RUN else None
             known = self._tests[key] = (kind, text)
@@ -110,7 +103,7 @@ class Collector:
             self._function(stmt, where)
         elif isinstance(stmt, ast.ClassDef):
             qual = f"{where.function}.{stmt.name}" if where.function else stmt.name
-            self._classes[stmt.name] = stmt
+            self.file.classes[stmt.name] = stmt
             inner = Where(qual, stmt.name, "", where.conditions, body_of="class")
             self.body(stmt.body, inner)
         elif isinstance(stmt, (ast.If, ast.While)):
@@ -148,7 +141,7 @@ class Collector:
         qual = f"{where.function}.{node.name}" if where.function else node.name
         if not where.function:
             self._getter(node)
-        self.functions[qual] = node
+        self.file.functions[qual] = node
         params = _params(node)
         args = [*node.args.posonlyargs, *node.args.args]
         me, cls = where.me, where.cls
@@ -158,175 +151,15 @@ class Collector:
         elif me in params:
             me = ""
         trees = where.trees - params
-        if args and node.name in self._applied():
+        if args and node.name in self.file.applied(self.gates, self.source):
             trees = trees | {args[0].arg}  # `model.apply(fn)`: fn's module is each of a tree
         inner = Where(qual, cls, me, (), params, (), "", trees, body_of="function")
         self.body(node.body, inner, top=True)
 
-    # -- what a test is read through ---------------------------------------------------------
-
-    def reading(self, where: Where) -> Reading:
-        function = where.function if where.body_of == "function" else ""
-        loops = where.loops
-
-        def loop_of(name: str) -> str | None:
-            for loop in reversed(loops):
-                if isinstance(loop, (ast.For, ast.AsyncFor)) and name in {
-                    n.id for n in target_names(loop.target)
-                }:
-                    return self.loop_kind(loop)
-            return None
-
-        return Reading(
-            lambda: self._locals(function),
-            lambda: self._flags(function),
-            loop_of,
-            lambda: self._counters_of(where.cls),
-        )
-
-    def _locals(self, function: str) -> Mapping[str, ast.expr]:
-        key = ("locals", function)
-        found = self._memo.get(key)
-        if found is None:
-            node = self.functions.get(function)
-            counts: dict[str, int] = {}
-            values: dict[str, ast.expr] = {}
-            for stmt in statements(getattr(node, "body", ())) if node is not None else ():
-                if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-                    targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-                    for target in targets:
-                        for name in target_names(target):
-                            counts[name.id] = counts.get(name.id, 0) + 1
-                            if stmt.value is not None and not isinstance(stmt, ast.AugAssign):
-                                values[name.id] = stmt.value
-                elif isinstance(stmt, (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith)):
-                    bound = (
-                        [stmt.target]
-                        if isinstance(stmt, (ast.For, ast.AsyncFor))
-                        else [i.optional_vars for i in stmt.items if i.optional_vars is not None]
-                    )
-                    for target in bound:
-                        for other in target_names(target):
-                            counts[other.id] = counts.get(other.id, 0) + 2
-            found = self._memo[key] = {n: v for n, v in values.items() if counts.get(n) == 1}
-        return found  # type: ignore[return-value]
-
-    def _flags(self, function: str) -> frozenset[str]:
-        """The locals of ``function`` that every assignment gives a constant."""
-        key = ("flags", function)
-        found = self._memo.get(key)
-        if found is None:
-            node = self.functions.get(function)
-            values: dict[str, bool] = {}
-            for stmt in statements(getattr(node, "body", ())) if node is not None else ():
-                if isinstance(stmt, ast.Assign):
-                    constant = isinstance(stmt.value, ast.Constant)
-                    for target in stmt.targets:
-                        if isinstance(target, ast.Name):
-                            values[target.id] = values.get(target.id, True) and constant
-            found = self._memo[key] = frozenset(n for n, c in values.items() if c)
-        return found  # type: ignore[return-value]
-
-    def _counters(self) -> frozenset[str]:
-        """The file's counters: names and attributes stepped with ``+=``/``-=`` only by
-        training (outside a forward, or in a forward under ``self.training`` /
-        ``torch.is_grad_enabled()``: a counter evaluation forwards also move drifts off the
-        step). A countdown (compared with its first value) counts only if it is also refilled
-        outside ``__init__``: ``refill:<name>``."""
-        found = self._file.get("counters")
-        if found is None:
-            found = self._file["counters"] = frozenset(_counters(self.tree))
-        return found  # type: ignore[return-value]
-
-    def _counters_of(self, cls: str) -> frozenset[str]:
-        """The counters of the class ``cls`` (of module-level functions for "")."""
-        key = ("counters", cls)
-        found = self._memo.get(key)
-        if found is None:
-            prefix = f"{cls}."
-            found = self._memo[key] = frozenset(
-                c.replace(prefix, "", 1) for c in self._counters() if prefix in c
-            )
-        return found  # type: ignore[return-value]
-
-    def _applied(self) -> frozenset[str]:
-        """The names of the functions the file hands to ``.apply()`` or a hook registration."""
-        found = self._file.get("applied")
-        if found is None:
-            spelled = self.gates.handed_names(self.source) if self.source is not None else None
-            if spelled is None:
-                names: set[str] = set()
-                for node in ast.walk(self.tree):
-                    if isinstance(node, ast.Call) and _last_name(node.func) in HOOKS:
-                        names.update(_last_name(a) for a in node.args[:1])
-                spelled = frozenset(names)
-            found = self._file["applied"] = spelled
-        return found  # type: ignore[return-value]
-
-    def loop_kind(self, loop: ast.AST) -> str:
-        """``step`` (it changes the weights, or holds a microbatch loop), ``micro`` (it runs
-        backward), else ``loop`` (its body walked once; shared by every collector of the tree)."""
-        kind = self._loop_kinds.get(id(loop))
-        if kind is None:
-            names = [name.lower() for name in called_names(loop)]
-            if any(n in ("step", "zero_grad") or ("optim" in n and "step" in n) for n in names):
-                kind = "step"
-            elif any("backward" in n for n in names):
-                inner = [
-                    s
-                    for s in statements(getattr(loop, "body", ()))
-                    if isinstance(s, (ast.For, ast.AsyncFor, ast.While))
-                ]
-                nested = any(self.loop_kind(s) != "loop" for s in inner)  # (each walked once)
-                kind = "step" if nested or updates_parameters(loop) else "micro"
-            else:  # no backward: not the loop of a training step (its gradients come later)
-                kind = "loop"
-            self._loop_kinds[id(loop)] = kind
-        return kind
-
-    def placement(self, where: Where) -> str:
-        """``Write.first`` for a statement at ``where`` (once per place)."""
-        key = (where.function, where.top, tuple(id(loop) for loop in where.loops), where.first)
-        found = self._places.get(key)
-        if found is None:
-            found = self._places[key] = self._placement(where)
-        return found
-
-    def _placement(self, where: Where) -> str:
-        if where.first:
-            return where.first
-        for loop in reversed(where.loops):
-            kind = self.loop_kind(loop)
-            if kind != "loop":
-                return kind
-        if where.loops:
-            return "loop"
-        node = self.functions.get(where.function) if where.body_of == "function" else None
-        if node is not None and where.top >= 0:
-            later = getattr(node, "body", ())[where.top + 1 :]
-            for stmt in later:
-                for sub in statements([stmt]):
-                    is_loop = isinstance(sub, (ast.For, ast.AsyncFor, ast.While))
-                    if is_loop and self.loop_kind(sub) == "step":
-                        return "before"
-        return ""
-
     # -- writes and calls --------------------------------------------------------------------
 
     def _globals(self, function: str) -> frozenset[str]:
-        if self.no_globals:
-            return _NONE
-        key = ("globals", function)
-        found = self._memo.get(key)
-        if found is None:
-            node = self.functions.get(function)
-            found = self._memo[key] = frozenset(
-                n
-                for s in statements(getattr(node, "body", ()))
-                if isinstance(s, ast.Global)
-                for n in s.names
-            )
-        return found  # type: ignore[return-value]
+        return _NONE if self.no_globals else self.file.globals(function)
 
     def _target(self, receiver: ast.expr, where: Where, trees: frozenset[str] = _NONE) -> str:
         """The object a write goes to (``Write.target``)."""
@@ -337,7 +170,7 @@ class Collector:
                 return "tree"
             if receiver.id == "ctx" and "ctx" in where.params:
                 return "ctx"  # an autograd Function's context: a fresh object, never a module
-            if self._from_model(receiver.id, where):
+            if self.file.from_model(receiver.id, where):
                 return "tree"
         if (
             isinstance(receiver, ast.Attribute)
@@ -346,47 +179,11 @@ class Collector:
             and where.me
             and where.cls
         ):
-            built = self._attributes(where.cls).get(receiver.attr, "")
+            built = self.file.attributes(where.cls).get(receiver.attr, "")
             if built:
                 return f"obj:{built}"  # `self.fc.flag = True` where `self.fc = TELinear(...)`
         text = " ".join(ast.unparse(receiver).split())
         return f"unknown:{text[:60]}"
-
-    def _from_model(self, name: str, where: Where) -> bool:
-        """A local every value of which is fetched from a parameter or a tree's module
-        (``decoder = get_attr_wrapped_model(model, "decoder")``, ``getattr(model, "fc")``,
-        ``model.decoder``): a module of that model's tree."""
-        if where.body_of != "function" or name in where.params:
-            return False
-        roots = where.params | where.trees
-        values = [
-            v
-            for n, v in self._bindings(where.function)
-            if n == name and not (isinstance(v, ast.Constant) and v.value is None)
-        ]
-        if not values:
-            return False
-        for value in values:
-            base = value.args[0] if isinstance(value, ast.Call) and value.args else value
-            if isinstance(value, ast.Attribute):
-                base = value.value
-            if not (isinstance(base, ast.Name) and base.id in roots):
-                return False
-        return True
-
-    def _bindings(self, function: str) -> list[tuple[str, ast.expr]]:
-        key = ("bindings", function)
-        found = self._memo.get(key)
-        if found is None:
-            node = self.functions.get(function)
-            found = self._memo[key] = [
-                (t.id, s.value)
-                for s in (statements(getattr(node, "body", ())) if node is not None else ())
-                if isinstance(s, ast.Assign)
-                for t in s.targets
-                if isinstance(t, ast.Name)
-            ]
-        return found  # type: ignore[return-value]
 
     def _simple(self, stmt: ast.stmt, where: Where) -> None:
         targets: list[ast.expr] = []
@@ -423,7 +220,7 @@ class Collector:
                 node.lineno,  # type: ignore[attr-defined]
                 node.col_offset,  # type: ignore[attr-defined]
                 target=target,
-                first=self.placement(where),
+                first=self.file.placement(where),
             )
         )
 
@@ -487,9 +284,9 @@ class Collector:
             function,
             call.lineno,
             call.col_offset,
-            evaluation=self.evaluating(function) if function else False,
+            evaluation=self.file.evaluating(function) if function else False,
             conditions=where.conditions,
-            first=self.placement(where),
+            first=self.file.placement(where),
             receiver=receiver,
         )
 
@@ -502,12 +299,12 @@ class Collector:
         if isinstance(value, ast.Name):
             if value.id == where.me and where.me and where.cls:
                 return f"self:{where.cls}"
-            if value.id in self._imports():
+            if value.id in self.file.imports():
                 return "module"
             function = where.function if where.body_of == "function" else ""
-            built = class_name(self._locals(function).get(value.id)) if function else ""
+            built = class_name(self.file.locals(function).get(value.id)) if function else ""
             if not built:
-                built = self._module_objects().get(value.id, "")
+                built = self.file.module_objects().get(value.id, "")
             return f"obj:{built}" if built else "obj"
         if (
             isinstance(value, ast.Attribute)
@@ -515,63 +312,9 @@ class Collector:
             and value.value.id == where.me
             and where.cls
         ):
-            built = self._attributes(where.cls).get(value.attr, "")
+            built = self.file.attributes(where.cls).get(value.attr, "")
             return f"obj:{built}" if built else "obj"
         return "obj"
-
-    def _imports(self) -> frozenset[str]:
-        found = self._file.get("imports")
-        if found is None:
-            names: set[str] = set()
-            for stmt in statements(self.tree.body):
-                if isinstance(stmt, (ast.Import, ast.ImportFrom)):
-                    for alias in stmt.names:
-                        names.add((alias.asname or alias.name).split(".")[0])
-            found = self._file["imports"] = frozenset(names)
-        return found  # type: ignore[return-value]
-
-    def _module_objects(self) -> dict[str, str]:
-        found = self._file.get("objects")
-        if found is None:
-            found = self._file["objects"] = {
-                t.id: class_name(s.value)
-                for s in self.tree.body
-                if isinstance(s, ast.Assign) and class_name(s.value)
-                for t in s.targets
-                if isinstance(t, ast.Name)
-            }
-        return found  # type: ignore[return-value]
-
-    def _attributes(self, cls: str) -> dict[str, str]:
-        """``self.x = Cls(...)`` in any method of the class ``cls``: ``x -> Cls``."""
-        key = ("attributes", cls)
-        found = self._memo.get(key)
-        if found is None:
-            table: dict[str, str] = {}
-            node = self._classes.get(cls)
-            methods = [
-                m
-                for m in getattr(node, "body", ())
-                if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))
-            ]
-            for method in methods:
-                for stmt in statements(method.body):
-                    if isinstance(stmt, ast.Assign) and class_name(stmt.value):
-                        for target in stmt.targets:
-                            if isinstance(target, ast.Attribute):
-                                table[target.attr] = class_name(stmt.value)
-            found = table
-            if node is not None:  # (a class another collector meets later is read then)
-                self._memo[key] = table
-        return found  # type: ignore[return-value]
-
-    def evaluating(self, function: str) -> bool:
-        key = ("evaluation", function)
-        known = self._memo.get(key)
-        if known is None:
-            node = self.functions.get(function)
-            known = self._memo[key] = node is not None and evaluating(node)
-        return bool(known)
 
     def _getter(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         """``def get_flag(): return _FLAG`` (a module global) is a getter of ``_FLAG``."""

@@ -31,7 +31,7 @@ from lint_rules.analysis.walk import (
 )
 from lint_rules.findings import Finding, ast_lines
 from lint_rules.settings import Settings
-from lint_rules.te import TE_ROOT, facts_for
+from lint_rules.te import facts_for
 
 
 class Analysis:
@@ -64,15 +64,13 @@ class Analysis:
                 read = unicodedata.normalize("NFKC", source)
                 if read != source:  # (NFKC keeps every line break: the same line numbers)
                     self._texts.append((read, functools.partial(ast_lines, read)))
-        self.mentions_te = source is None or any(
-            TE_ROOT in text and gates.te_file(text) for text, _ in self._texts
-        )
+        self.mentions_te = source is None or any(gates.te_file(text) for text, _ in self._texts)
         self.project = project
         self._symbols: ModuleSymbols | None = None
         if project is not None and not self.mentions_te:
             # It may import a TE subclass or factory of another file of the run (``project``):
             # then a positional flag is looked for as in a file that imports TE.
-            self._symbols = ModuleSymbols(tree, source, settings.import_helpers)
+            self._symbols = ModuleSymbols(tree, source, settings.import_helpers, gates)
             self.mentions_te = project.start(self._symbols)
         self._fixes = fixes
         self._pending = True
@@ -94,7 +92,7 @@ class Analysis:
         """What the rules ask: the file's symbols, resolution, tracking and fix building."""
         self._pending = False
         helpers = self.settings.import_helpers
-        self.symbols = self._symbols or ModuleSymbols(self.tree, self.source, helpers)
+        self.symbols = self._symbols or ModuleSymbols(self.tree, self.source, helpers, self.gates)
         self.resolver = Resolver(self.symbols, self.project, facts_for(self.settings.te_version))
         settings = self.settings
         guards = tuple(dict.fromkeys((*settings.guard_functions, settings.guard_import)))

@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Sequence
 
+from lint_rules.analysis.blocks import LEAVING, after_if
 from lint_rules.analysis.facts import _last_name
 from lint_rules.analysis.nodes import statements
 
@@ -41,7 +42,9 @@ def counters(tree: ast.Module) -> set[str]:
     assigned: set[str] = set()
 
     def walk(body: Sequence[ast.stmt], cls: str, forward: bool, guarded: bool, init: bool) -> None:
-        for stmt in body:
+        for stmt in body:  # only what can run (``blocks``: the rest of a block ends here)
+            if isinstance(stmt, LEAVING):
+                return
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 name = stmt.name
                 runs = name == "__call__" or name.lstrip("_").startswith("forward")
@@ -61,6 +64,8 @@ def counters(tree: ast.Module) -> set[str]:
                 inner = guarded or _guarded_by_training(stmt.test)
                 walk(stmt.body, cls, forward, inner, init)
                 walk(stmt.orelse, cls, forward, guarded, init)
+                if type(stmt) is ast.If and after_if(stmt) is None:
+                    return  # both arms leave
             else:
                 for block in ("body", "orelse", "finalbody"):
                     walk(getattr(stmt, block, ()), cls, forward, guarded, init)

@@ -222,7 +222,7 @@ def collect(
     collector = Collector(tree, lines, source, gates)
     collector.body(tree.body, Where())
     writes = tuple(
-        w._replace(evaluation=True) if w.function and collector.evaluating(w.function) else w
+        w._replace(evaluation=True) if w.function and collector.file.evaluating(w.function) else w
         for w in collector.writes
     )
     return FileFacts(

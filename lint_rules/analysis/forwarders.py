@@ -186,7 +186,7 @@ def _lines_naming(a: Analysis, names: set[str]) -> list[int] | None:
     """The lines that spell one of ``names`` (ascending); None: walk every line."""
     if a.source is None or not a.source.isascii():
         return None
-    return a.gates.lines_naming(a.lines, names)
+    return a.gates.lines_naming(a.lines, names, a.source)
 
 
 def _argument(call: ast.Call, forwarder: Forwarder) -> tuple[ast.expr | None, ast.keyword | None]:

@@ -134,7 +134,7 @@ class Lifecycle:
             if word.startswith("<lambda:"):  # a lambda handed to torch: its own line
                 lines = [int(word[8:-1])]
             elif self._source is not None:
-                lines = self.gates.lines_naming(self._lines, (word,))
+                lines = self.gates.lines_naming(self._lines, (word,), self._source)
             found = self._own[word] = collect(self.tree, lines, self._source, self.gates)
         return found
 

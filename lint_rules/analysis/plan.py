@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
+from lint_rules.analysis.prefilter import Gates
 from lint_rules.analysis.records import Job, Outcome, bytes_digest, keyed_digest
 from lint_rules.settings import Settings
 
@@ -76,7 +77,6 @@ def plan_files(
     (``crossfile``), which checks that the index still answers the same (``analysis.run``)."""
     if not files:  # nothing to read: neither the prefilter nor the reader is imported
         return Plan([], [], [], 0, started=started)
-    from lint_rules.analysis.prefilter import imports_te
     from lint_rules.analysis.skim import skim
     from lint_rules.fileio import SourceError, read_source
 
@@ -105,7 +105,7 @@ def plan_files(
                 if kept + len(raw) <= RAW_BYTES:
                     raws[path], kept = raw, kept + len(raw)
                 digest = bytes_digest(raw) if indexed else ""
-                reexport = _may_reexport(path, raw)
+                reexport = _may_reexport(path, raw, gates)
                 state = reexport and gates.mentions_state_bytes(raw)
                 known = Known(False, reexport, state, False, digest, len(raw))
             else:
@@ -121,7 +121,7 @@ def plan_files(
                 if kept + len(source.raw) <= RAW_BYTES:
                     raws[path], kept = source.raw, kept + len(source.raw)
                 utf8 = source.encoding in ("utf-8", "utf-8-sig")  # searched without encoding
-                flag, reexport = gates.mentions_flag(text), _may_reexport(path, text)
+                flag, reexport = gates.mentions_flag(text), _may_reexport(path, text, gates)
                 known = Known(
                     flag,
                     reexport,
@@ -131,7 +131,7 @@ def plan_files(
                         if utf8
                         else gates.mentions_state(text)
                     ),
-                    imports_te(text),
+                    gates.imports_te(text),
                     bytes_digest(source.raw) if indexed else "",
                     len(source.raw),
                 )
@@ -169,10 +169,10 @@ def plan_files(
     return plan
 
 
-def _may_reexport(path: str, text: str | bytes) -> bool:
+def _may_reexport(path: str, text: str | bytes, gates: Gates) -> bool:
     """A package's ``__init__.py`` that imports: in a run over several files it is analysed
     too, so that what it re-exports from the run's modules (``from .layers import MyLinear``)
     resolves where it is imported from the package. ``text``: its text, or its UTF-8 bytes."""
     if os.path.basename(path) != "__init__.py":
         return False
-    return ("import" if isinstance(text, str) else b"import") in text  # type: ignore[operator]
+    return gates.may_import(text)

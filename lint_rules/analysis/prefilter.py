@@ -255,7 +255,7 @@ _HANDED = re.compile(
 
 def handed_names(text: str) -> frozenset[str]:
     """The names a file hands to ``apply``/a hook registration, from its text (with the
-    gates off the tree is read instead, ``collector.Collector._applied``). The pattern is
+    gates off the tree is read instead, ``treefacts.TreeFacts.applied``). The pattern is
     tried only where ``apply(`` or ``hook(`` may start (``str.find``)."""
     names: set[str] = set()
     for word in ("apply", "register_"):
@@ -289,6 +289,53 @@ def spelled_in(data: bytes, names: Sequence[str]) -> list[str]:
 def lines_naming(lines: Sequence[str], names: Iterable[str]) -> list[int]:
     """The lines (numbered from 1, ascending) of ``lines`` that spell one of ``names``."""
     return [n for n, line in enumerate(lines, start=1) if any(name in line for name in names)]
+
+
+def _lines_naming(
+    text: str | None, lines: Callable[[], list[str]], names: Iterable[str]
+) -> list[int]:
+    """``lines_naming``: by ``str.find`` over ``text`` where it has no carriage return (a
+    search per name, not a test per line and name), else line by line."""
+    names = tuple(names)
+    if text is not None and "\r" not in text and all(names):
+        return hit_lines(text, names)
+    return lines_naming(lines(), names)
+
+
+def may_nest_class(text: str) -> bool:
+    """Whether a ``class`` statement may stand below the top of the module: some line starts
+    with an indented ``class`` (a ``class`` statement always starts its line)."""
+    if "\r" in text or "\\\n" in text:
+        return True  # lines that end in a carriage return alone, or continued: not searched here
+    at = text.find("class")
+    while at >= 0:
+        start = text.rfind("\n", 0, at) + 1
+        if at > start and not text[start:at].strip(" \t\f"):
+            return True
+        at = text.find("class", at + 5)
+    return False
+
+
+def spelled_only_as_call(source: str | None, name: str) -> bool:
+    """Every occurrence of ``name`` as a word in ``source`` is ``.name(``."""
+    if source is None or not source.isascii():
+        return False  # an identifier may be spelled with characters that normalise to it
+    return all(
+        source[at - 1 : at] == "." and source.startswith("(", at + len(name))
+        for at in words(source, name)
+    )
+
+
+def walrus_lines(text: str) -> list[int]:
+    """The lines (as ``ast`` numbers them, ascending) that spell ``:=``: only a function that
+    spans one can bind a name in an expression (a string may spell it too: only a maybe)."""
+    if ":=" not in text:
+        return []
+    if "\r" not in text:
+        return hit_lines(text, (":=",))
+    from lint_rules.findings import ast_lines
+
+    return [n for n, line in enumerate(ast_lines(text), start=1) if ":=" in line]
 
 
 _NO_POSITIONAL = 1 << 30
@@ -343,11 +390,39 @@ class Gates:
         return any(text.count(name) > 1 for name in names)
 
     def lines_naming(
-        self, lines: Callable[[], list[str]], names: Iterable[str]
+        self, lines: Callable[[], list[str]], names: Iterable[str], text: str | None = None
     ) -> list[int] | None:
         """The lines (ascending) that spell one of ``names`` (``lines()``: the text's lines
-        as ``ast`` numbers them): the only statements that can use them; None: every one."""
-        return lines_naming(lines(), names)
+        as ``ast`` numbers them; ``text``: the text, searched whole where it can be): the only
+        statements that can use them; None: every one."""
+        return _lines_naming(text, lines, names)
+
+    def may_nest_class(self, text: str) -> bool:
+        """Whether a class may be defined below the module's top level (``may_nest_class``)."""
+        return may_nest_class(text)
+
+    def imports_te(self, text: str) -> bool:
+        """Whether the text may import TE (``imports_te``): analysed first in a run."""
+        return imports_te(text)
+
+    def may_import(self, text: str | bytes) -> bool:
+        """Whether a text (or its UTF-8 bytes) may hold an import: it spells ``import``."""
+        return ("import" if isinstance(text, str) else b"import") in text  # type: ignore[operator]
+
+    def only_called(self, text: str | None, name: str) -> bool:
+        """Whether the text spells ``name`` only as ``.name(`` (``spelled_only_as_call``):
+        then no class of the file stores a value under it; False: read the classes."""
+        return spelled_only_as_call(text, name)
+
+    def walrus_lines(self, text: str) -> list[int] | None:
+        """The lines that spell ``:=`` (``walrus_lines``); None: every function may bind a
+        name in an expression."""
+        return walrus_lines(text)
+
+    def spells(self, data: bytes, needle: bytes) -> bool | None:
+        """Whether a file's bytes spell ``needle`` (a byte search: the files ``builds``
+        parses, and counts against its budget); None: parse it and see whether it reads it."""
+        return needle in data
 
     def may_declare_global(self, text: str) -> bool:
         """Whether a function of the file may declare a ``global``."""
@@ -402,7 +477,9 @@ class Open(Gates):
         return True
 
     def te_file(self, text: str) -> bool:
-        return True
+        return TE_ROOT in text  # (no "may" here: a file taken to import TE is analysed with
+        # what it imports itself, before the run's index; a file that never spells TE's
+        # package imports nothing of it but through another file of the run: ``project``)
 
     def interesting_lines(
         self, text: str, lines: Callable[[], list[str]], te_file: bool
@@ -419,8 +496,26 @@ class Open(Gates):
         return True
 
     def lines_naming(
-        self, lines: Callable[[], list[str]], names: Iterable[str]
+        self, lines: Callable[[], list[str]], names: Iterable[str], text: str | None = None
     ) -> list[int] | None:
+        return None
+
+    def may_nest_class(self, text: str) -> bool:
+        return True
+
+    def imports_te(self, text: str) -> bool:
+        return TE_ROOT in text  # (see ``te_file``)
+
+    def may_import(self, text: str | bytes) -> bool:
+        return True
+
+    def only_called(self, text: str | None, name: str) -> bool:
+        return False
+
+    def walrus_lines(self, text: str) -> list[int] | None:
+        return None
+
+    def spells(self, data: bytes, needle: bytes) -> bool | None:
         return None
 
     def may_declare_global(self, text: str) -> bool:

@@ -271,7 +271,9 @@ def run_crossfile(
     rounds = settling = 0
     while True:
         index = build_index(outcomes, module_names)
-        through = needed(waiting, module_names, [outcomes[p] for p in active], index, text_of)
+        through = needed(
+            waiting, module_names, [outcomes[p] for p in active], index, text_of, job.gates
+        )
         if through:  # the `__init__.py` that the names looked up so far go through
             for place in through:
                 settings[place] = waiting.pop(place)

@@ -16,6 +16,7 @@ except ImportError:  # pragma: no cover - other Pythons
 from typing import TYPE_CHECKING
 
 from lint_rules.analysis.exports import matched
+from lint_rules.analysis.prefilter import ON, Gates
 from lint_rules.analysis.records import Outcome
 
 if TYPE_CHECKING:
@@ -129,6 +130,7 @@ def needed(
     outcomes: Sequence[Outcome | None],
     index: Mapping[str, Export],
     text_of: Callable[[int], str],
+    gates: Gates = ON,
 ) -> list[int]:
     """The places in ``waiting`` (``__init__.py`` that fail the prefilter, ``text_of`` their
     text) whose entries a name looked up by ``outcomes`` may read, in order. An
@@ -158,6 +160,6 @@ def needed(
         if not spelt:
             return False
         text = text_of(place)
-        return "*" in text or any(name in text for name in spelt)
+        return gates.spells_any(text, ("*", *spelt))
 
     return sorted(p for p in waiting if reads(p))

@@ -9,13 +9,11 @@ Nothing here knows about TE; ``resolve`` turns these bindings into meanings. The
 from __future__ import annotations
 
 import ast
-from itertools import accumulate
+from bisect import bisect_left
 
 from lint_rules.analysis.classinfo import (
     ClassInfo,
-    may_nest_class,
     read_class,
-    spelled_only_as_call,
 )
 from lint_rules.analysis.nodes import (
     SIMPLE_STATEMENTS,
@@ -34,8 +32,8 @@ from lint_rules.analysis.nodes import (
     target_names,
     target_paths,
 )
+from lint_rules.analysis.prefilter import ON, Gates
 from lint_rules.analysis.scopes import Binding, Scope, ScopeCollector
-from lint_rules.findings import ast_lines
 
 __all__ = [
     "Binding",
@@ -99,16 +97,17 @@ class ModuleSymbols:
     """
 
     def __init__(
-        self, tree: ast.Module, source: str | None = None, helpers: tuple[str, ...] = ()
+        self,
+        tree: ast.Module,
+        source: str | None = None,
+        helpers: tuple[str, ...] = (),
+        gates: Gates = ON,
     ) -> None:
         self.helpers = helpers
         """Optional-import helpers (setting ``import-helpers``): ``optional_import``."""
-        self.walrus = source is None or ":=" in source
-        self._walrus_marks: list[int] | None = None
-        if self.walrus and source is not None:
-            marks = [0]  # lines up to each line that spell `:=` (a string may: only a maybe)
-            marks += accumulate(":=" in line for line in ast_lines(source))
-            self._walrus_marks = marks
+        self.gates = gates
+        self._walrus_lines = gates.walrus_lines(source) if source is not None else None
+        """The lines that spell ``:=`` (``prefilter``); None: every function may bind one."""
         self.alias_choices: dict[str, list[str]] = {}
         """Every module a module-level name may be imported from (``try``/``if`` picks one)."""
         self.functions: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
@@ -191,7 +190,7 @@ class ModuleSymbols:
         """Every class the file defines, at any depth."""
         body = self._tree.body
         source = self._source
-        if source is not None and not may_nest_class(source):
+        if source is not None and not self.gates.may_nest_class(source):
             # No line starts with an indented `class`: every class statement is at the top.
             return [stmt for stmt in body if isinstance(stmt, ast.ClassDef)]
         found = []
@@ -210,7 +209,7 @@ class ModuleSymbols:
         otherwise), told without reading a class. False when it cannot be told."""
         known = self._only_called.get(name)
         if known is None:
-            known = self._only_called[name] = spelled_only_as_call(self._source, name)
+            known = self._only_called[name] = self.gates.only_called(self._source, name)
         return known
 
     def stored_attributes(self) -> frozenset[str]:
@@ -244,11 +243,11 @@ class ModuleSymbols:
 
     def _may_bind_walrus(self, node: FunctionNode) -> bool:
         """Whether the function's lines spell ``:=`` (else its expressions bind nothing)."""
-        marks = self._walrus_marks
-        if marks is None:
-            return self.walrus
-        last = min(node.end_lineno or node.lineno, len(marks) - 1)
-        return marks[last] > marks[node.lineno - 1]
+        lines = self._walrus_lines
+        if lines is None:
+            return True
+        at = bisect_left(lines, node.lineno)
+        return at < len(lines) and lines[at] <= (node.end_lineno or node.lineno)
 
     def cached_scope(self, node: FunctionNode) -> Scope | None:
         return self._scopes.get(node)

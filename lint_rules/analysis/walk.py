@@ -12,7 +12,7 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from lint_rules.analysis.blocks import leaves
+from lint_rules.analysis.blocks import after_if
 from lint_rules.analysis.symbols import Branch, FunctionNode, dotted, target_names
 from lint_rules.te import FLAG
 
@@ -95,22 +95,6 @@ def exclusive(path_a: Sequence[tuple[int, int]], path_b: Sequence[tuple[int, int
     """Two places in different arms of the same ``if``/``try`` never both run."""
     arms_a = dict(path_a)
     return any(node in arms_a and arms_a[node] != arm for node, arm in path_b)
-
-
-def _after_if(node: ast.If, ctx: Context) -> Context:
-    """The context of what follows an ``if`` whose body (or ``else``) leaves the block.
-
-    ``if not tracked(cfg): return ...``: what follows runs only when the test is false,
-    exclusive with the ``if`` body (like an ``else``); through an ``elif`` chain whose arms
-    each leave, only when every test was false.
-    """
-    if node.body and leaves(node.body[-1]):
-        ctx = ctx.branch(node.test, False, node, 1)
-        if len(node.orelse) == 1 and isinstance(node.orelse[0], ast.If):
-            ctx = _after_if(node.orelse[0], ctx)
-    elif node.orelse and leaves(node.orelse[-1]):
-        ctx = ctx.branch(node.test, True, node, 0)
-    return ctx
 
 
 def loop_bound_names(loop: ast.AST) -> set[str]:
@@ -280,6 +264,8 @@ class Walker:
         for node in body:
             kind = type(node)
             if kind in _LEAVES:  # import, pass, global...: no call
+                if kind is ast.Break or kind is ast.Continue:
+                    return  # nothing after it in the block runs (``blocks``)
                 continue
             walk = marks is None
             if not walk:  # unless one of its lines can hold a call worth checking
@@ -290,8 +276,14 @@ class Walker:
                 walk = at < len(marks) and marks[at] <= (node.end_lineno or node.lineno)  # type: ignore[arg-type,index,attr-defined]
             if walk:
                 self.walk(node, ctx)
-            if kind is ast.If:  # even when not walked: what follows depends on it
-                ctx = _after_if(node, ctx)  # type: ignore[arg-type]
+            if kind is ast.If:  # even when not walked: what follows depends on it (``blocks``)
+                after = after_if(node)  # type: ignore[arg-type]
+                if after is None:
+                    return  # both arms leave the block
+                for test, outcome in after:  # `if not tracked(cfg): return`: like an `else`
+                    ctx = ctx.branch(test.test, outcome, test, 0 if outcome else 1)
+            elif kind is ast.Return or kind is ast.Raise:
+                return
 
     def walk(self, node: ast.AST, ctx: Context) -> None:
         kind = type(node)
