@@ -115,6 +115,40 @@ def test_state_words_are_found_in_the_bytes_as_in_the_lowered_text() -> None:
     assert [prefilter.mentions_state(t) for t in texts] == expected
 
 
+INITS = {
+    "state_quick": b"from .layers import Block\nMicro_Batch = 1\n",
+    "state_usual": "# -*- coding: latin-1 -*-\nfrom .a import b\nMICROBATCH = '\u00e9'\n".encode(
+        "latin-1"
+    ),
+    "state_unicode": "from .a import b  # \u00e9\nself.current_microbatch = 0\n".encode(),
+    "plain": b"from .layers import Block\n",
+    "flag": b"from .a import b\nf(is_first_microbatch=x)  # microbatch\n",
+}
+"""Packages' ``__init__.py`` (they may re-export): the state words, any case, any encoding,
+decide whether a run reads one that fails the prefilter for its facts (``Plan.deferred``)."""
+
+
+@pytest.mark.parametrize("quick", [True, False])
+def test_the_state_words_of_a_package_init_decide_where_it_goes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, quick: bool
+) -> None:
+    paths = []
+    for name, data in INITS.items():
+        (tmp_path / name).mkdir()
+        path = tmp_path / name / "__init__.py"
+        path.write_bytes(data)
+        os.utime(path, (1_000_000_000, 1_000_000_000))
+        paths.append(str(path))
+    if not quick:
+        monkeypatch.setattr(skim, "skim", lambda path, gates=None: None)
+    index = _Index()
+    plan = plan_files(Job(), paths, lambda path: Settings(), index, crossfile=True)
+    states = {p.split(os.sep)[-2] for p, (_, known) in index.remembered.items() if known.state}
+    assert states == {"state_quick", "state_usual", "state_unicode"}
+    deferred = {paths[place].split(os.sep)[-2] for place, _ in plan.deferred}
+    assert deferred == {"plain"}  # the others are read for the index (``flag`` is parsed)
+
+
 class _Index:
     """The on-disk index as the first pass sees it: empty, recording what it is told."""
 
@@ -157,9 +191,9 @@ def test_the_first_pass_records_what_the_usual_reading_records(
     assert quick == usual
     assert quick_index == usual_index
     states = {os.path.basename(p) for p, (_, known) in usual_index.items() if known.state}
-    # Asked only of a file that passes the prefilter or may re-export (``plan.Known``): the
-    # state words of ``state.py`` and ``state_unicode.py`` decide nothing there.
-    assert states == {"flag.py"}
+    # Asked only of a file that may re-export and fails the prefilter (``plan.Known``): the
+    # state words of ``state.py``, ``state_unicode.py`` and ``flag.py`` decide nothing there.
+    assert states == set()
     unreadable = {"nul.py", "latin1.py", "bad_cookie.py"}  # an error, not recorded
     assert {os.path.basename(p) for p in paths} - unreadable == {
         os.path.basename(p) for p in usual_index

@@ -18,8 +18,9 @@ class Known(NamedTuple):
     file's stat, so that an unchanged file is not read again): the prefilter's answers
     (``prefilter``), the digest of its bytes ("" in a run without the index: nothing reads it)
     and their size. ``state`` (some line spells a state word) is asked only of a file that
-    passes the prefilter or may re-export (False for any other: nothing reads it there, and
-    searching every file's bytes lowered is a tenth of a cold run on megatron-core)."""
+    may re-export and fails the prefilter: it decides whether the run reads that file for its
+    facts (``Plan.deferred``). False for any other: nothing reads it there, and searching
+    every file's bytes lowered was a tenth of a cold run on megatron-core."""
 
     flag: bool
     reexport: bool
@@ -125,7 +126,7 @@ def plan_files(
                 known = Known(
                     flag,
                     reexport,
-                    (flag or reexport)
+                    (reexport and not flag)
                     and (
                         gates.mentions_state_bytes(source.raw)
                         if utf8
