@@ -53,6 +53,8 @@ class Classes:
         """Where ``node``'s bases are looked up: for a class defined in a function (or a
         method), that function's scope, whose imports may be local to it
         (``def build(): import transformer_engine.pytorch as te; class L(te.Linear): ...``)."""
+        if node.col_offset == 0:  # a statement of the module's own body: in no function
+            return None
         if self._enclosing is None:
             self._enclosing = {}
             for stmt in self.symbols.tree.body:

@@ -61,7 +61,8 @@ def counters(tree: ast.Module) -> set[str]:
             elif isinstance(stmt, ast.Assign) and not init:
                 assigned.update(f"{cls}.{_last_name(t)}" for t in stmt.targets)
             if isinstance(stmt, (ast.If, ast.While)):
-                inner = guarded or _guarded_by_training(stmt.test)
+                # (read only in a forward: elsewhere a guard changes nothing)
+                inner = guarded or (forward and _guarded_by_training(stmt.test))
                 walk(stmt.body, cls, forward, inner, init)
                 walk(stmt.orelse, cls, forward, guarded, init)
                 if type(stmt) is ast.If and after_if(stmt) is None:
