@@ -339,6 +339,15 @@ class ConfigResolver:
         self._by_folder[folder] = settings
         return settings
 
+    def check_path(self, path: str | Path) -> None:
+        """Read and check now the configuration files that apply to ``path`` (a file or a
+        folder), as ``settings_for`` would; the TE release, which no configuration can make
+        wrong, is inferred only when a file asks for its settings."""
+        if self.isolated or self.config is not None:
+            return  # the one configuration (or none) was loaded and checked by __init__
+        absolute = os.path.abspath(path)
+        self._folder_settings(absolute if os.path.isdir(absolute) else os.path.dirname(absolute))
+
     def settings_for(self, path: str | Path) -> Settings:
         """Settings for a file (or, given a directory, for the files in it)."""
         absolute = os.path.abspath(path)
