@@ -4,7 +4,9 @@ flags: their ``argparse`` declaration, and the values given, by field name, for
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False  # `typing` is not imported at run time (start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 from lint_rules.settings import (
     _BY_FIELD,

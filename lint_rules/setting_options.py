@@ -6,7 +6,9 @@
 from __future__ import annotations
 
 import ast
-from typing import Any, Callable
+TYPE_CHECKING = False  # `typing` is not imported at run time (start-up)
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
 from lint_rules.rules import (
     DEFAULT_GUARD_CONFIG,
@@ -200,9 +202,13 @@ def _url(key: str, value: object) -> str:
 
 def _te_version(key: str, value: object) -> str:
     """``"1.13"``, ``"2.20.2"``, ``"2"``; ``""`` (the default): inferred from the project."""
+    if not isinstance(value, str):
+        raise SettingsError(f'{key} must be a TE release such as "1.13" or "2.20", not {value!r}')
+    if not value:
+        return value  # TE's tables are read only to check a release that is set
     from lint_rules.te import parse_release
 
-    if not isinstance(value, str) or (value and parse_release(value) is None):
+    if parse_release(value) is None:
         raise SettingsError(f'{key} must be a TE release such as "1.13" or "2.20", not {value!r}')
     return value.strip()
 

@@ -226,3 +226,23 @@ def test_a_run_where_nothing_passes_builds_no_index(tmp_path: Path) -> None:
         assert "lint_rules.analysis.plan" in modules  # the files were read
         assert "lint_rules.analysis.project" not in modules
         assert "All checks passed!" in out
+
+
+def test_an_empty_folder_loads_only_the_command_line(tmp_path: Path) -> None:
+    """`check` on a folder without Python files reads the arguments and the configuration,
+    walks, and says so: TE's tables, the rule texts' TE facts, the finding classes, the guard
+    importer, the CPU sampler, the CI formats and `typing` are never loaded."""
+    out, modules = _modules_after(tmp_path, "check", ".")
+    assert out == "All checks passed!\n"
+    unused = {
+        "lint_rules.te",
+        "lint_rules.te_release",
+        "lint_rules.findings",
+        "lint_rules.guard_import",
+        "lint_rules.cli.cpus",
+        "lint_rules.cli.ciformats",
+        "lint_rules.analysis",
+        "typing",
+        "unicodedata",
+    }
+    assert not unused & modules

@@ -60,7 +60,7 @@ def code_hash() -> str:
     # file one of them cannot parse).
     digest = blake2b(f"{__version__} {sys.version}".encode(), digest_size=8)
     for folder, dirs, names in sorted(os.walk(root)):
-        dirs.sort()
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")  # no module in there
         for name in sorted(names):
             if name.endswith(".py"):
                 info = os.stat(os.path.join(folder, name))

@@ -14,7 +14,6 @@ import sys
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, Callable, TextIO
 
 from lint_rules.cli.discovery import Discovery, _forced_out, discover
 from lint_rules.cli.formats import (
@@ -36,6 +35,7 @@ from lint_rules.settings import SettingsError
 
 TYPE_CHECKING = False  # the per-file machinery (``running``) loads once a file is to be read
 if TYPE_CHECKING:
+    from typing import Any, Callable, TextIO
     from lint_rules.cli.running import Job, Outcome, Work
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -238,8 +238,6 @@ def _write_report(
     applies: Callable[[Any], bool],
     config: Configuration,
 ) -> None:
-    import lint_rules.cli.ciformats as ciformats
-
     def url_of(finding: Any) -> str | None:
         return rule_url(finding.code, config.settings_of(finding.path).docs_url)
 
@@ -248,7 +246,9 @@ def _write_report(
     elif args.format == "json":
         out.write(format_json(findings, problems, applies, url_of))
     elif args.format == "json-lines":
-        out.write(ciformats.format_json_lines(findings, problems, applies, url_of))
+        from lint_rules.cli.ciformats import format_json_lines
+
+        out.write(format_json_lines(findings, problems, applies, url_of))
     elif args.format == "sarif":
         from lint_rules.cli.sarif import format_sarif
 
@@ -256,13 +256,21 @@ def _write_report(
     elif args.format == "github":
         out.write(format_github(findings, problems))
     elif args.format == "grouped":
-        out.write(ciformats.format_grouped(findings, problems, applies))
+        from lint_rules.cli.ciformats import format_grouped
+
+        out.write(format_grouped(findings, problems, applies))
     elif args.format == "pylint":
-        out.write(ciformats.format_pylint(findings, problems))
+        from lint_rules.cli.ciformats import format_pylint
+
+        out.write(format_pylint(findings, problems))
     elif args.format == "junit":
-        out.write(ciformats.format_junit(findings, problems))
+        from lint_rules.cli.ciformats import format_junit
+
+        out.write(format_junit(findings, problems))
     elif args.format == "gitlab":
-        out.write(ciformats.format_gitlab(findings, problems))
+        from lint_rules.cli.ciformats import format_gitlab
+
+        out.write(format_gitlab(findings, problems))
     out.flush()
 
 

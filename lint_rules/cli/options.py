@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import os
 from dataclasses import dataclass
-from typing import Any
+TYPE_CHECKING = False  # `typing` is not imported at run time (start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 from lint_rules import __version__
 from lint_rules.cli.discovery import ExcludePattern
