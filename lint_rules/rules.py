@@ -29,7 +29,6 @@ __all__ = [
     "DEFAULT_GUARD_FUNCTIONS",
     "DEFAULT_GUARD_IMPORT",
     "FIXABLE_CODES",
-    "FLAG",
     "MESSAGES",
     "RULES",
     "SUMMARIES",
@@ -364,7 +363,7 @@ def _release_table() -> str:
     return "\n".join(rows)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _filled(text: str) -> str:
     """An explanation that reads TE's tables (look-alikes, releases) filled from them."""
     if "{lookalikes}" in text or "{release_table}" in text:

@@ -6,9 +6,6 @@
 from __future__ import annotations
 
 import ast
-TYPE_CHECKING = False  # `typing` is not imported at run time (start-up)
-if TYPE_CHECKING:
-    from typing import Any, Callable
 
 from lint_rules.rules import (
     DEFAULT_GUARD_CONFIG,
@@ -16,6 +13,10 @@ from lint_rules.rules import (
     DEFAULT_GUARD_IMPORT,
     RULES,
 )
+
+TYPE_CHECKING = False  # `typing` is not imported at run time (start-up)
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
 TABLE = "tool.te-microbatch-lint"
 UNRESOLVED_CHOICES = ("report", "ignore")

@@ -20,9 +20,6 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-TYPE_CHECKING = False  # `typing` is not imported at run time (start-up)
-if TYPE_CHECKING:
-    from typing import Any, Callable
 
 from lint_rules.rules import (
     DEFAULT_GUARD_CONFIG,
@@ -46,6 +43,10 @@ from lint_rules.setting_options import (  # noqa: F401 - re-exported: the table 
     guard_import_problem,
     split_list,
 )
+
+TYPE_CHECKING = False  # `typing` is not imported at run time (start-up)
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,7 @@ from lint_rules.settings import SettingsError
 TYPE_CHECKING = False  # the per-file machinery (``running``) loads once a file is to be read
 if TYPE_CHECKING:
     from typing import Any, Callable, TextIO
+
     from lint_rules.cli.running import Job, Outcome, Work
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2

@@ -19,11 +19,12 @@ import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from lint_rules.settings import ancestors
+
 TYPE_CHECKING = False  # `typing` is not imported at run time (start-up)
 if TYPE_CHECKING:
     from typing import Any, Callable, Union
-
-from lint_rules.settings import ancestors
 
 SOURCE_SUFFIXES = (".py", ".pyi")
 SKIPPED_DIRS = frozenset({".venv", "venv", "__pycache__", "build", "dist", ".git", "node_modules"})

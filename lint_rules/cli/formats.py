@@ -16,6 +16,7 @@ from pathlib import Path
 TYPE_CHECKING = False  # ``running`` (the per-file machinery) is not loaded for its type
 if TYPE_CHECKING:
     from typing import Any, TextIO
+
     from lint_rules.cli.running import Reported
 
 PROG = "te-microbatch-lint"

@@ -5,9 +5,6 @@ from __future__ import annotations
 import argparse
 import os
 from dataclasses import dataclass
-TYPE_CHECKING = False  # `typing` is not imported at run time (start-up)
-if TYPE_CHECKING:
-    from typing import Any
 
 from lint_rules import __version__
 from lint_rules.cli.discovery import ExcludePattern
@@ -19,6 +16,10 @@ from lint_rules.settings import (
     Settings,
     split_list,
 )
+
+TYPE_CHECKING = False  # `typing` is not imported at run time (start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def _jobs(value: str) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+
 TYPE_CHECKING = False  # `typing` is not imported at run time (start-up)
 if TYPE_CHECKING:
     from typing import TextIO
