@@ -318,6 +318,7 @@ class ConfigResolver:
         self._by_folder: dict[str, Settings] = {}
         self._by_file: dict[Path | None, Settings] = {}
         self._narrowed: dict[tuple[int, frozenset[str]], Settings] = {}
+        self._by_path: dict[str, Settings] = {}
         if self.config is not None and not self.config.is_file():
             what = "is not a regular file" if self.config.exists() else "does not exist"
             raise SettingsError(f"{config}: configuration file {what}")
@@ -354,15 +355,24 @@ class ConfigResolver:
         self._folder_settings(absolute if os.path.isdir(absolute) else os.path.dirname(absolute))
 
     def settings_for(self, path: str | Path) -> Settings:
-        """Settings for a file (or, given a directory, for the files in it)."""
+        """Settings for a file (or, given a directory, for the files in it): answered once per
+        path (a run asks for a file's settings several times: its digest, its project, its
+        findings), as its folder's configuration and TE release are."""
         absolute = os.path.abspath(path)
-        folder = absolute if os.path.isdir(absolute) else os.path.dirname(absolute)
+        known = self._by_path.get(absolute)
+        if known is None:
+            known = self._by_path[absolute] = self._settings_for(absolute)
+        return known
+
+    def _settings_for(self, absolute: str) -> Settings:
+        is_dir = os.path.isdir(absolute)
+        folder = absolute if is_dir else os.path.dirname(absolute)
         if self.isolated:
             return self._for_file(absolute, self._load(None))
         if self.config is not None:
             return self._for_file(absolute, with_te_release(self._load(self.config), folder))
         settings = with_te_release(self._folder_settings(folder), folder)
-        return settings if os.path.isdir(absolute) else self._for_file(absolute, settings)
+        return settings if is_dir else self._for_file(absolute, settings)
 
     def _for_file(self, absolute: str, settings: Settings) -> Settings:
         """``settings`` with the codes its ``per-file-ignores`` leave out in this file."""
