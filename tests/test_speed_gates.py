@@ -246,3 +246,27 @@ def test_an_empty_folder_loads_only_the_command_line(tmp_path: Path) -> None:
         "unicodedata",
     }
     assert not unused & modules
+
+
+@pytest.mark.parametrize("isolated", [True, False])
+def test_alike_init_files_of_two_packages_are_both_served_warm(
+    tmp_path: Path, isolated: bool
+) -> None:
+    """Two `__init__.py` with the same bytes in two packages are each judged in their own
+    package: the index keeps both results, so the next run analyses neither (they used to
+    take turns being analysed again, and the index was written again on every run)."""
+    project = tmp_path / "proj"
+    for name in ("a", "b"):
+        (project / name).mkdir(parents=True)
+        (project / name / "__init__.py").write_text(
+            "from .model import Model  # is_first_microbatch\n"
+        )
+        (project / name / "model.py").write_text("class Model:\n    pass\n")
+    (project / "pyproject.toml").write_text("[project]\nname = 'proj'\n")
+    argv = ["check", "--cache-dir", str(tmp_path / "cache"), *(["--isolated"] * isolated), "."]
+    outputs = []
+    for run in range(3):
+        out, modules = _modules_after(project, *argv)
+        outputs.append(out)
+        assert ("lint_rules.analysis.core" in modules) == (run == 0), run
+    assert outputs[0] == outputs[1] == outputs[2]
