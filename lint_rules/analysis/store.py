@@ -18,8 +18,9 @@ be taken, the last writer wins and the others' entries are only recomputed. The 
 run gives to the questions of its verdicts (``builds``) are kept too, under the question and
 every file of the run by path and bytes. The code
 hash covers the size and mtime of every module of ``lint_rules``, so an edited or upgraded
-linter never reads old results. Paths are not part of the key: a moved or copied file hits
-too, its evidence named after it. Entries not used for 30 days are dropped when the file is
+linter never reads old results. Paths are not part of the key: a moved or copied file hits too,
+its evidence named after it; the same bytes judged in two packages (two alike ``__init__.py``)
+keep a result each (``variant``). Entries not used for 30 days are dropped when the file is
 written. The directory is ``--cache-dir``, else ``$TE_MICROBATCH_LINT_CACHE_DIR``, else
 ``te-microbatch-lint`` in the user's cache directory (``platformdirs``: ``$XDG_CACHE_HOME`` or
 ``~/.cache`` on Linux), so nothing is written into the project; it holds a ``CACHEDIR.TAG``.
