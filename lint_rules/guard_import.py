@@ -17,31 +17,6 @@ from typing import Protocol, cast
 from lint_rules.findings import char_column, char_offset, line_offsets, split_lines
 
 
-def guard_name_problem(dotted: str) -> str | None:
-    """Why the dotted ``module.name`` cannot be the guard the fix imports, or None: each part
-    a Python name that is not a keyword and in its NFKC form (Python reads ``ｓｅｌｆ`` as
-    ``self``); not a ``__future__`` import, nor ``__debug__``; and the name no builtin or
-    dunder, which a module-level import would shadow for the whole module."""
-    import builtins
-    import keyword
-    import unicodedata
-
-    parts = dotted.split(".")
-    for part in parts:
-        if not part.isidentifier() or keyword.iskeyword(part):
-            return f"{part!r} is not a Python name"
-        if unicodedata.normalize("NFKC", part) != part:
-            return f"{part!r} is read by Python as {unicodedata.normalize('NFKC', part)!r}"
-    module, name = ".".join(parts[:-1]), parts[-1]
-    if module == "__future__" or parts[0] == "__future__":
-        return "a __future__ import cannot be a guard"
-    if name.startswith("__") and name.endswith("__"):
-        return f"importing {name!r} would replace the module's own {name}"
-    if hasattr(builtins, name):
-        return f"importing {name!r} would shadow the builtin {name}() in the whole module"
-    return None
-
-
 def _binds(stmt: ast.stmt, name: str) -> str | None:
     """How the module-level statement ``stmt`` itself binds or deletes ``name``: ``"import
     MODULE"`` for ``from MODULE import name``, ``"del"``, ``"other"``; None when it does not

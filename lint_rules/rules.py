@@ -21,16 +21,14 @@ the callee could not be resolved) and shortens an overlong spelling to fit. Plac
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
-
-from lint_rules.te import FLAG
 
 __all__ = [
     "DEFAULT_GUARD_CONFIG",
     "DEFAULT_GUARD_FUNCTIONS",
     "DEFAULT_GUARD_IMPORT",
     "FIXABLE_CODES",
-    "FLAG",
     "MESSAGES",
     "RULES",
     "SUMMARIES",
@@ -69,11 +67,17 @@ class Rule:
     """Applicability of the fix for a resolved TE module: ``safe``, ``unsafe`` or ``none``."""
     fix_title: str
     """What the fix writes, in a few words (rule tables)."""
-    explanation: str
-    """Markdown: why it matters, what is reported, how to fix it, with examples."""
+    text: str
+    """``explanation`` as written here: ``{lookalikes}``, ``{release_table}`` and ``{newest}``
+    stand for TE's tables (``te``), read only when an explanation is."""
     unresolved_message: str = ""
     """The template for an unresolved callee (a CUDA-graphed callable, for one, needs a bool, so
     the advice is conditional); empty when the rule only reports resolved callees."""
+
+    @property
+    def explanation(self) -> str:
+        """Markdown: why it matters, what is reported, how to fix it, with examples."""
+        return _filled(self.text)
 
     @property
     def anchor(self) -> str:
@@ -128,7 +132,7 @@ RULES: dict[str, Rule] = {
             "every step: if it is TE, pass None or guard it",
             fix="safe",
             fix_title="value -> `None` (or guarded)",
-            explanation=f"""\
+            text=f"""\
 An `is_first_microbatch=` keyword whose value nothing keeps up to date reaches a TE module
 (`Linear`, `LayerNormLinear`, `LayerNormMLP`, `GroupedLinear`, `MultiheadAttention`,
 `TransformerLayer`, a subclass; with `unresolved = "report"`, also a callee that cannot be
@@ -173,7 +177,7 @@ reported", has the families.
             "every step: pass None or guard it",
             fix="safe",
             fix_title="keyword `is_first_microbatch=None` (or guarded)",
-            explanation=f"""\
+            text=f"""\
 The same as TEM001, for a flag passed by position. TE's module `forward`s take the flag at
 index 1 (`Linear`, `LayerNormLinear`, `LayerNormMLP`) or 2 (`GroupedLinear`) after `self`, in
 TE 1.x and 2.x alike; one more for the unbound `Linear.forward(module, x, flag)`. It is reported
@@ -204,7 +208,7 @@ follows it, else `None` in place (or the guarded value, with `fix-strategy = "gu
             "not re-armed every step: if it is TE, store None or guard it",
             fix="safe",
             fix_title="stored value -> `None` (or guarded)",
-            explanation=f"""\
+            text=f"""\
 The flag is stored in a mapping that is splatted (`**kwargs`) into a TE module call in the
 same function: `{{"is_first_microbatch": v}}`, `dict(is_first_microbatch=v)`,
 `kwargs["is_first_microbatch"] = v` or `kwargs.update(is_first_microbatch=v)`. It is reported
@@ -232,7 +236,7 @@ kwargs = {{"is_first_microbatch": None}}
             "time): remove it",
             fix="none",
             fix_title="none",
-            explanation="""\
+            text="""\
 `is_first_microbatch` is given (by keyword, or through a splatted dict literal) to a TE callable
 that has no such parameter, so the call raises `TypeError` when it runs: the constructors of the
 six module classes, `fp8_autocast`, `autocast`, `fp8_model_init`, `quantized_model_init`,
@@ -272,7 +276,7 @@ the module call by hand.
             "once per step ({why}): if it is TE, pass None",
             fix="safe",
             fix_title="value -> `None`",
-            explanation="""\
+            text="""\
 A flag that is not `None` (even a tracked one, even a forwarded parameter) reaches a TE module
 that can run more than once within one backward pass: the call is in a `for`/`while` loop or a
 comprehension and the callee does not depend on the loop's variables, or the same module is
@@ -359,20 +363,26 @@ def _release_table() -> str:
     return "\n".join(rows)
 
 
-def _fill(rule: Rule) -> Rule:
-    """The explanations that read TE's tables (look-alikes, releases) filled from them."""
-    from dataclasses import replace
+@functools.cache
+def _filled(text: str) -> str:
+    """An explanation that reads TE's tables (look-alikes, releases) filled from them."""
+    if "{lookalikes}" in text or "{release_table}" in text:
+        from lint_rules.te import NEWEST
 
-    from lint_rules.te import NEWEST
-
-    if "{lookalikes}" in rule.explanation or "{release_table}" in rule.explanation:
-        text = rule.explanation.replace("{lookalikes}", _lookalikes())
+        text = text.replace("{lookalikes}", _lookalikes())
         text = text.replace("{newest}", f"{NEWEST[0]}.{NEWEST[1]}")
-        return replace(rule, explanation=text.replace("{release_table}", _release_table()))
-    return rule
+        return text.replace("{release_table}", _release_table())
+    return text
 
 
-RULES = {code: _fill(rule) for code, rule in RULES.items()}
+def __getattr__(name: str) -> str:
+    """``FLAG``, re-exported from ``te`` when asked for: the rule table alone (settings,
+    the command line) does not load TE's tables."""
+    if name == "FLAG":
+        from lint_rules.te import FLAG
+
+        return FLAG
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def callee_text(

@@ -22,7 +22,10 @@ import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+
+TYPE_CHECKING = False  # `typing` is not imported at run time (start-up)
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
 SELECTION_FIELDS = ("select", "extend_select", "ignore", "extend_ignore")
 
@@ -128,9 +131,8 @@ def extend_chain(
     return chain
 
 
-_LOOKALIKE = re.compile(
-    rb"^\s*\[\s*tool\s*\.\s*[\"']?(te[-_. ]?micro[-_. ]?batch[-_. ]?lint)", re.I | re.M
-)
+_LOOKALIKE = rb"^\s*\[\s*tool\s*\.\s*[\"']?(te[-_. ]?micro[-_. ]?batch[-_. ]?lint)"
+"""A table header that may be ours, misspelt (compiled by the first file that may hold one)."""
 TABLE_NAME = b"te-microbatch-lint"
 
 
@@ -155,7 +157,7 @@ def lookalike_table(raw: bytes) -> str | None:
     None: such a table is never read, so the faces warn about it once per file."""
     if b"icro" not in raw:
         return None
-    for match in _LOOKALIKE.finditer(raw):
+    for match in re.finditer(_LOOKALIKE, raw, re.I | re.M):
         if match.group(1) != TABLE_NAME:
             return match.group(1).decode("utf-8", "replace")
     return None

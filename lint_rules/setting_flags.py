@@ -4,14 +4,16 @@ flags: their ``argparse`` declaration, and the values given, by field name, for
 
 from __future__ import annotations
 
-from typing import Any
-
 from lint_rules.settings import (
     _BY_FIELD,
     OPTION_BY_KEY,
     STRATEGY_CHOICES,
     UNRESOLVED_CHOICES,
 )
+
+TYPE_CHECKING = False  # `typing` is not imported at run time (start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def flag_overrides(**flags: Any) -> dict[str, Any]:

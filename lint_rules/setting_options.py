@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import ast
-from typing import Any, Callable
 
 from lint_rules.rules import (
     DEFAULT_GUARD_CONFIG,
@@ -14,6 +13,10 @@ from lint_rules.rules import (
     DEFAULT_GUARD_IMPORT,
     RULES,
 )
+
+TYPE_CHECKING = False  # `typing` is not imported at run time (start-up)
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
 TABLE = "tool.te-microbatch-lint"
 UNRESOLVED_CHOICES = ("report", "ignore")
@@ -39,12 +42,35 @@ def _is_dotted(value: str, parts_at_least: int = 1) -> bool:
     return len(parts) >= parts_at_least and all(p.isidentifier() for p in parts)
 
 
+def guard_name_problem(dotted: str) -> str | None:
+    """Why the dotted ``module.name`` cannot be the guard the fix imports, or None: each part
+    a Python name that is not a keyword and in its NFKC form (Python reads ``ｓｅｌｆ`` as
+    ``self``); not a ``__future__`` import, nor ``__debug__``; and the name no builtin or
+    dunder, which a module-level import would shadow for the whole module."""
+    import builtins
+    import keyword
+    import unicodedata
+
+    parts = dotted.split(".")
+    for part in parts:
+        if not part.isidentifier() or keyword.iskeyword(part):
+            return f"{part!r} is not a Python name"
+        if unicodedata.normalize("NFKC", part) != part:
+            return f"{part!r} is read by Python as {unicodedata.normalize('NFKC', part)!r}"
+    module, name = ".".join(parts[:-1]), parts[-1]
+    if module == "__future__" or parts[0] == "__future__":
+        return "a __future__ import cannot be a guard"
+    if name.startswith("__") and name.endswith("__"):
+        return f"importing {name!r} would replace the module's own {name}"
+    if hasattr(builtins, name):
+        return f"importing {name!r} would shadow the builtin {name}() in the whole module"
+    return None
+
+
 def guard_import_problem(value: object) -> str | None:
     """Why ``value`` is not a dotted ``module.name`` the fixer can import, or None."""
     if not (isinstance(value, str) and _is_dotted(value, 2)):
         return f"guard-import must be a dotted `module.name`, not {value!r}"
-    from lint_rules.guard_import import guard_name_problem
-
     problem = guard_name_problem(value)
     return f"guard-import {value!r}: {problem}" if problem else None
 
@@ -177,9 +203,13 @@ def _url(key: str, value: object) -> str:
 
 def _te_version(key: str, value: object) -> str:
     """``"1.13"``, ``"2.20.2"``, ``"2"``; ``""`` (the default): inferred from the project."""
+    if not isinstance(value, str):
+        raise SettingsError(f'{key} must be a TE release such as "1.13" or "2.20", not {value!r}')
+    if not value:
+        return value  # TE's tables are read only to check a release that is set
     from lint_rules.te import parse_release
 
-    if not isinstance(value, str) or (value and parse_release(value) is None):
+    if parse_release(value) is None:
         raise SettingsError(f'{key} must be a TE release such as "1.13" or "2.20", not {value!r}')
     return value.strip()
 

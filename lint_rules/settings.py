@@ -20,7 +20,6 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable
 
 from lint_rules.rules import (
     DEFAULT_GUARD_CONFIG,
@@ -44,6 +43,10 @@ from lint_rules.setting_options import (  # noqa: F401 - re-exported: the table 
     guard_import_problem,
     split_list,
 )
+
+TYPE_CHECKING = False  # `typing` is not imported at run time (start-up)
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
 
 @dataclass(frozen=True)
@@ -86,6 +89,8 @@ class Settings:
             value = getattr(self, option.field)
             if not isinstance(value, str) and isinstance(value, list):
                 value = tuple(value)
+            if type(value) is type(option.default) and value == option.default:
+                continue  # an option's default passes its check (tests/test_settings.py)
             option.check(option.key, value)
 
     @property
@@ -313,6 +318,7 @@ class ConfigResolver:
         self._by_folder: dict[str, Settings] = {}
         self._by_file: dict[Path | None, Settings] = {}
         self._narrowed: dict[tuple[int, frozenset[str]], Settings] = {}
+        self._by_path: dict[str, Settings] = {}
         if self.config is not None and not self.config.is_file():
             what = "is not a regular file" if self.config.exists() else "does not exist"
             raise SettingsError(f"{config}: configuration file {what}")
@@ -339,16 +345,34 @@ class ConfigResolver:
         self._by_folder[folder] = settings
         return settings
 
-    def settings_for(self, path: str | Path) -> Settings:
-        """Settings for a file (or, given a directory, for the files in it)."""
+    def check_path(self, path: str | Path) -> None:
+        """Read and check now the configuration files that apply to ``path`` (a file or a
+        folder), as ``settings_for`` would; the TE release, which no configuration can make
+        wrong, is inferred only when a file asks for its settings."""
+        if self.isolated or self.config is not None:
+            return  # the one configuration (or none) was loaded and checked by __init__
         absolute = os.path.abspath(path)
-        folder = absolute if os.path.isdir(absolute) else os.path.dirname(absolute)
+        self._folder_settings(absolute if os.path.isdir(absolute) else os.path.dirname(absolute))
+
+    def settings_for(self, path: str | Path) -> Settings:
+        """Settings for a file (or, given a directory, for the files in it): answered once per
+        path (a run asks for a file's settings several times: its digest, its project, its
+        findings), as its folder's configuration and TE release are."""
+        absolute = os.path.abspath(path)
+        known = self._by_path.get(absolute)
+        if known is None:
+            known = self._by_path[absolute] = self._settings_for(absolute)
+        return known
+
+    def _settings_for(self, absolute: str) -> Settings:
+        is_dir = os.path.isdir(absolute)
+        folder = absolute if is_dir else os.path.dirname(absolute)
         if self.isolated:
             return self._for_file(absolute, self._load(None))
         if self.config is not None:
             return self._for_file(absolute, with_te_release(self._load(self.config), folder))
         settings = with_te_release(self._folder_settings(folder), folder)
-        return settings if os.path.isdir(absolute) else self._for_file(absolute, settings)
+        return settings if is_dir else self._for_file(absolute, settings)
 
     def _for_file(self, absolute: str, settings: Settings) -> Settings:
         """``settings`` with the codes its ``per-file-ignores`` leave out in this file."""

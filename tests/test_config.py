@@ -455,3 +455,19 @@ def test_docs_config_table_lists_every_option() -> None:
         for alias in option.aliases:
             assert alias in text, alias
     assert re.search(r"--te-config", text)
+
+
+def test_every_default_passes_its_own_check() -> None:
+    """``Settings`` does not check again a value left at its option's default (start-up: no
+    ``ast.parse`` of ``guard-config`` per settings object); each default passes its check."""
+    for option in OPTIONS:
+        option.check(option.key, option.default)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"), [("guard_config", "self.config)"), ("unsafe_fixes", 0), ("te_version", "x")]
+)
+def test_a_bad_value_beside_the_defaults_is_still_refused(field: str, value: object) -> None:
+    """A value equal to a default but of another type (``0`` for ``False``) is checked."""
+    with pytest.raises(SettingsError):
+        Settings(**{field: value})  # type: ignore[arg-type]

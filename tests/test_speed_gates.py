@@ -232,3 +232,47 @@ def test_a_run_where_nothing_passes_builds_no_index(tmp_path: Path) -> None:
         assert "lint_rules.analysis.plan" in modules  # the files were read
         assert "lint_rules.analysis.project" not in modules
         assert "All checks passed!" in out
+
+
+def test_an_empty_folder_loads_only_the_command_line(tmp_path: Path) -> None:
+    """`check` on a folder without Python files reads the arguments and the configuration,
+    walks, and says so: TE's tables, the rule texts' TE facts, the finding classes, the guard
+    importer, the CPU sampler, the CI formats and `typing` are never loaded."""
+    out, modules = _modules_after(tmp_path, "check", ".")
+    assert out == "All checks passed!\n"
+    unused = {
+        "lint_rules.te",
+        "lint_rules.te_release",
+        "lint_rules.findings",
+        "lint_rules.guard_import",
+        "lint_rules.cli.cpus",
+        "lint_rules.cli.ciformats",
+        "lint_rules.analysis",
+        "typing",
+        "unicodedata",
+    }
+    assert not unused & modules
+
+
+@pytest.mark.parametrize("isolated", [True, False])
+def test_alike_init_files_of_two_packages_are_both_served_warm(
+    tmp_path: Path, isolated: bool
+) -> None:
+    """Two `__init__.py` with the same bytes in two packages are each judged in their own
+    package: the index keeps both results, so the next run analyses neither (they used to
+    take turns being analysed again, and the index was written again on every run)."""
+    project = tmp_path / "proj"
+    for name in ("a", "b"):
+        (project / name).mkdir(parents=True)
+        (project / name / "__init__.py").write_text(
+            "from .model import Model  # is_first_microbatch\n"
+        )
+        (project / name / "model.py").write_text("class Model:\n    pass\n")
+    (project / "pyproject.toml").write_text("[project]\nname = 'proj'\n")
+    argv = ["check", "--cache-dir", str(tmp_path / "cache"), *(["--isolated"] * isolated), "."]
+    outputs = []
+    for run in range(3):
+        out, modules = _modules_after(project, *argv)
+        outputs.append(out)
+        assert ("lint_rules.analysis.core" in modules) == (run == 0), run
+    assert outputs[0] == outputs[1] == outputs[2]

@@ -79,7 +79,6 @@ def plan_files(
     if not files:  # nothing to read: neither the prefilter nor the reader is imported
         return Plan([], [], [], 0, started=started)
     from lint_rules.analysis.skim import skim
-    from lint_rules.fileio import SourceError, read_source
 
     done: list[Outcome | None] = []
     to_parse: list[tuple[str, Settings]] = []
@@ -110,6 +109,8 @@ def plan_files(
                 state = reexport and gates.mentions_state_bytes(raw)
                 known = Known(False, reexport, state, False, digest, len(raw))
             else:
+                from lint_rules.fileio import SourceError, read_source  # a file to read
+
                 try:
                     source = read_source(path)
                 except SourceError as error:

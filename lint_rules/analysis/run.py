@@ -116,6 +116,7 @@ def run_crossfile(
     checking = work is check_file
     check = job if checking else Job(disable_noqa=job.disable_noqa, mode="check")
     outcomes: list[Outcome | None] = list(plan.done)
+    _own_packages(plan, outcomes, layout, job)
 
     def project(place: int, index: Index) -> Project:
         from lint_rules.analysis.project import Project  # a run served whole never needs it
@@ -389,3 +390,26 @@ def _exports(outcome: Outcome | None) -> bool:
 
 def _is_init(path: str) -> bool:
     return os.path.basename(path) == "__init__.py"
+
+
+def _own_packages(
+    plan: Plan, outcomes: list[Outcome | None], layout: dict[int, Any], job: Job
+) -> None:
+    """A file served the result of the same bytes judged in another package (two
+    ``__init__.py`` alike) gets the one the index keeps for its own package, when there is one
+    (``store.ResultCache.variant``); else it is analysed again, and that result kept beside."""
+    if plan.cache is None:
+        return
+    from lint_rules.analysis.records import keyed_digest
+
+    for place, settings in plan.passed:
+        outcome, digest = outcomes[place], plan.digests[place]
+        if outcome is None or outcome.project is None or not digest:
+            continue
+        package = layout[place][1]
+        if outcome.project.package == package:
+            continue
+        key = keyed_digest(digest, settings, job.disable_noqa)
+        found = plan.cache.variant(key, plan.files[place], package)
+        if found is not None and found.project is not None and found.project.package == package:
+            outcomes[place] = plan.done[place] = found

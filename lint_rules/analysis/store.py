@@ -18,8 +18,9 @@ be taken, the last writer wins and the others' entries are only recomputed. The 
 run gives to the questions of its verdicts (``builds``) are kept too, under the question and
 every file of the run by path and bytes. The code
 hash covers the size and mtime of every module of ``lint_rules``, so an edited or upgraded
-linter never reads old results. Paths are not part of the key: a moved or copied file hits
-too, its evidence named after it. Entries not used for 30 days are dropped when the file is
+linter never reads old results. Paths are not part of the key: a moved or copied file hits too,
+its evidence named after it; the same bytes judged in two packages (two alike ``__init__.py``)
+keep a result each (``variant``). Entries not used for 30 days are dropped when the file is
 written. The directory is ``--cache-dir``, else ``$TE_MICROBATCH_LINT_CACHE_DIR``, else
 ``te-microbatch-lint`` in the user's cache directory (``platformdirs``: ``$XDG_CACHE_HOME`` or
 ``~/.cache`` on Linux), so nothing is written into the project; it holds a ``CACHEDIR.TAG``.
@@ -60,7 +61,7 @@ def code_hash() -> str:
     # file one of them cannot parse).
     digest = blake2b(f"{__version__} {sys.version}".encode(), digest_size=8)
     for folder, dirs, names in sorted(os.walk(root)):
-        dirs.sort()
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")  # no module in there
         for name in sorted(names):
             if name.endswith(".py"):
                 info = os.stat(os.path.join(folder, name))
@@ -285,11 +286,23 @@ class ResultCache:
             project = [exports, list(found.names), found.used, found.life, found.package]
             project += [found.facts, list(found.keys)]
         entry = [self.now, error, rows, project]
-        old = self.entries.get(outcome.digest)
+        key = outcome.digest
+        old = self.entries.get(key)
+        package = None if outcome.project is None else outcome.project.package
+        if outcome.project is not None and _package_of(old) not in (package, _NO_PROJECT):
+            # The same bytes in another package (two `__init__.py` alike): kept beside, not
+            # in its place, or the two files would take turns being analysed again.
+            key = _variant(key, package)
+            old = self.entries.get(key)
         if isinstance(old, list) and old[1:] == _plain(entry)[1:]:
             return  # known already (as JSON gave it back): nothing to write
-        self.entries[outcome.digest] = _plain(entry)
+        self.entries[key] = _plain(entry)
         self.dirty = True
+
+    def variant(self, digest: str, path: str, package: str | None) -> Outcome | None:
+        """The result stored for these bytes judged in ``package``, when the one under
+        ``digest`` (``get``) was judged in another package."""
+        return self.get(_variant(digest, package), path)
 
     def save(self) -> None:
         if not self.dirty:
@@ -371,6 +384,23 @@ def _evidence(row: Any, evidence: Any) -> Any:
     if col is None or not (path is None or isinstance(path, str)):
         raise ValueError(row)
     return evidence(message, line, col, path)
+
+
+_NO_PROJECT = object()
+
+
+def _package_of(entry: Any) -> Any:
+    """The package an entry's file was judged in (``Indexed.package``), or ``_NO_PROJECT``
+    for anything else (no entry, a file judged alone, an error)."""
+    if not (isinstance(entry, list) and len(entry) == ENTRY_FIELDS):
+        return _NO_PROJECT
+    project = entry[3]
+    return project[4] if isinstance(project, list) and len(project) == 7 else _NO_PROJECT
+
+
+def _variant(digest: str, package: str | None) -> str:
+    """The key of a result for ``digest``'s bytes judged in ``package`` (``put``)."""
+    return f"{digest}@{package}"
 
 
 def _optional_int(*values: Any) -> bool:

@@ -19,9 +19,12 @@ import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Union
 
 from lint_rules.settings import ancestors
+
+TYPE_CHECKING = False  # `typing` is not imported at run time (start-up)
+if TYPE_CHECKING:
+    from typing import Any, Callable, Union
 
 SOURCE_SUFFIXES = (".py", ".pyi")
 SKIPPED_DIRS = frozenset({".venv", "venv", "__pycache__", "build", "dist", ".git", "node_modules"})
@@ -51,8 +54,9 @@ class ExcludePattern:
         )
 
 
-Patterns = Union[Sequence[ExcludePattern], Callable[[str, bool], Sequence[ExcludePattern]]]
-"""The patterns, or a function giving those that apply to a path (per-directory config)."""
+if TYPE_CHECKING:  # for annotations only (``typing`` is not imported at run time)
+    Patterns = Union[Sequence[ExcludePattern], Callable[[str, bool], Sequence[ExcludePattern]]]
+    """The patterns, or a function giving those that apply to a path (per-directory config)."""
 
 
 def _per_directory(patterns: Patterns) -> Patterns:

@@ -12,10 +12,11 @@ import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
 
 TYPE_CHECKING = False  # ``running`` (the per-file machinery) is not loaded for its type
 if TYPE_CHECKING:
+    from typing import Any, TextIO
+
     from lint_rules.cli.running import Reported
 
 PROG = "te-microbatch-lint"

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import os
 from dataclasses import dataclass
-from typing import Any
 
 from lint_rules import __version__
 from lint_rules.cli.discovery import ExcludePattern
@@ -17,6 +16,10 @@ from lint_rules.settings import (
     Settings,
     split_list,
 )
+
+TYPE_CHECKING = False  # `typing` is not imported at run time (start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def _jobs(value: str) -> int:
@@ -57,8 +60,32 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"{PROG}: error: {message}\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    common = Parser(add_help=False)
+COMMANDS = ("check", "rule", "fix", "explain")
+"""The subcommands, in the order ``--help`` lists them."""
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser of the command line. ``command`` is the first word of the arguments when it
+    names a subcommand: only that subcommand then gets its arguments, since argparse reads no
+    other one's (declaring them all costs a fifth of the interpreter's start-up). None: every
+    subcommand is complete (``--help``, a usage error naming the choices, the docs)."""
+    parser = Parser(
+        prog=PROG,
+        description="Find and fix untracked `is_first_microbatch` flags passed to "
+        "Transformer Engine modules.",
+    )
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    commands = parser.add_subparsers(
+        dest="command", metavar="COMMAND", required=True, parser_class=Parser
+    )
+    for name, declare in (("check", _check), ("rule", _rule), ("fix", _fix), ("explain", _explain)):
+        if command is None or command == name:
+            declare(commands)
+    return parser
+
+
+def _common(common: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """The arguments ``check``, ``fix`` and ``explain`` share (declared first on each)."""
     common.add_argument(
         "paths",
         nargs="*",
@@ -142,23 +169,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     common.add_argument("--disable-noqa", action="store_true", help="ignore `# noqa` comments")
     common.add_argument("--quiet", "-q", action="store_true", help="no progress or summary")
+    return common
 
-    parser = Parser(
-        prog=PROG,
-        description="Find and fix untracked `is_first_microbatch` flags passed to "
-        "Transformer Engine modules.",
-    )
-    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
-    commands = parser.add_subparsers(
-        dest="command", metavar="COMMAND", required=True, parser_class=Parser
-    )
+
+def _check(commands: Any) -> None:
     check = commands.add_parser(
         "check",
-        parents=[common],
         help="report findings (exit 1 when there are any)",
         description="Report findings. Exit 0: clean, 1: findings, 2: usage error or a file "
         "that could not be read or parsed.",
     )
+    _common(check)
     check.add_argument(
         "--format",
         "--output-format",
@@ -193,6 +214,9 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="check again whenever a file changes (needs `pip install te-microbatch-lint[watch]`)",
     )
+
+
+def _rule(commands: Any) -> None:
     rule = commands.add_parser(
         "rule",
         help="explain a rule: why it matters and how to fix it",
@@ -202,15 +226,18 @@ def build_parser() -> argparse.ArgumentParser:
         "codes", nargs="*", metavar="CODE", help="a rule code or name (TEM001, untracked-flag)"
     )
     rule.add_argument("--all", action="store_true", help="explain every rule")
+
+
+def _fix(commands: Any) -> None:
     fix = commands.add_parser(
         "fix",
-        parents=[common],
         help="rewrite fixable findings in place",
         description=f"Apply the safe fixes of {fixable_codes()} in place (atomic writes; files "
         "with nothing to fix are not touched; each file is named as it is written). Exit 0: no "
         "finding left, 1: findings remain (or, with --check/--diff, something would change), "
         "2: usage error or a file that could not be read, parsed or written.",
     )
+    _common(fix)
     fix.add_argument("--diff", action="store_true", help="print a unified diff and write nothing")
     fix.add_argument(
         "--check",
@@ -225,16 +252,18 @@ def build_parser() -> argparse.ArgumentParser:
         "parameters; see docs/fixes.md)",
     )
     _selection_flags(fix, "fix and count")
+
+
+def _explain(commands: Any) -> None:
     explain = commands.add_parser(
         "explain",
-        parents=[common],
         help="print the findings at PATH:LINE with the flag's whole life",
         description="Check the project that holds PATH (its repository root, else the directory "
         "of its configuration file, else its own directory), so that re-arming in other files "
         "is seen, and print each finding at LINE with every step of its evidence.",
     )
+    _common(explain)
     explain.add_argument("place", metavar="PATH:LINE", help="a file and a line of it")
-    return parser
 
 
 def fixable_codes() -> str:
@@ -333,7 +362,7 @@ def configure(args: argparse.Namespace) -> Configuration:
             file=sys.stderr,
         )
     for path in args.paths:
-        resolver.settings_for(path)
+        resolver.check_path(path)
     cwd = os.getcwd()
     given = [*(args.exclude or ()), *args.extend_exclude]
     flag_excludes = tuple(

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import time
-from typing import TextIO
+
+TYPE_CHECKING = False  # `typing` is not imported at run time (start-up)
+if TYPE_CHECKING:
+    from typing import TextIO
 
 REDRAW_INTERVAL_S = 0.1
 """At most about ten redraws a second, whatever the number of files."""
