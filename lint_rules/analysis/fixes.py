@@ -14,12 +14,12 @@ import ast
 from dataclasses import replace
 
 from lint_rules.analysis.classes import Classes
-from lint_rules.analysis.fold import fold_local
+from lint_rules.analysis.fold import Reads, combine, fold_local
 from lint_rules.analysis.kinds import Kind, QualName, TEClass
 from lint_rules.analysis.lifecycle import Judgement
 from lint_rules.analysis.resolve import Callee, TEModule, Unresolved
 from lint_rules.analysis.symbols import ModuleSymbols, Scope, is_none, span
-from lint_rules.findings import Edit, Fix, Position, ast_lines
+from lint_rules.findings import Edit, Finding, Fix, Position, ast_lines
 from lint_rules.settings import Settings
 from lint_rules.te import FLAG
 
@@ -140,6 +140,9 @@ class NoFixes:
     def mapping_fix(self, *args: object, **kwargs: object) -> Fix | None:
         return None
 
+    def combine(self, findings: list[Finding]) -> list[Finding]:
+        return findings
+
 
 class FixBuilder:
     """Build the edits that make a flag ``None`` (or guarded) in one file."""
@@ -161,6 +164,9 @@ class FixBuilder:
         self.classes = classes
         self.tree = tree
         self._stored: list[tuple[str, ast.ClassDef | None]] | None = None
+        self.reads: Reads = {}
+        """Each None fix's replaced span that reads a local, with the read and its scope: what
+        ``combine`` folds once the file's findings are known."""
         self.guard_missing: str | None = None
         """A file of the run that is ``guard-import``'s module and never spells the guard's
         name (``Project.guard_missing``): the import the guard strategy adds would fail."""
@@ -226,6 +232,8 @@ class FixBuilder:
             applicability=applicability,
             note=note,
         )
+        if isinstance(changed, ast.Name) and scope is not None:
+            self.reads[outer_start, outer_end] = (changed, scope)
         if repeated or self.settings.fix_strategy == "none":
             return none
         guard = self._guard_expression(scope)
@@ -295,9 +303,20 @@ class FixBuilder:
     def none_fix(self, value: ast.expr, callee: Callee, scope: Scope | None = None) -> Fix | None:
         """TEM005's fix: None whatever the strategy (``scope`` tells a forwarded parameter)."""
         fix = self.value_fix(value, None, "shared", callee)
+        if fix is not None and isinstance(value, ast.Name) and scope is not None:
+            self.reads[fix.edits[0].start, fix.edits[0].end] = (value, scope)
         if fix is not None and _is_parameter(value, scope):
             return replace(fix, applicability="unsafe")
         return fix
+
+    def combine(self, findings: list[Finding]) -> list[Finding]:
+        """One shared fix for the fixes that together replace every read of a local, its
+        assignment deleted with them (``fold.combine``)."""
+        if not self.reads or self.source is None:
+            return findings
+        if self.source_lines is None:
+            self.source_lines = ast_lines(self.source)
+        return combine(findings, self.reads, self.source_lines)
 
     def _paren_span(self, node: ast.expr) -> tuple[Position, Position] | str | None:
         """The extent of ``node`` with its own parentheses (``f(x, (a == b))``), if any.

@@ -12,16 +12,22 @@ local would be assigned and never used (pyflakes' F841), so the fix deletes its 
   dynamically (``eval``, ``exec``, ``vars()``, ``locals()``, ``dir()``, its frame), a
   ``match`` captures it, or ``_`` is in use. The ``None`` fix would then leave a new pyflakes
   warning (or change what a dynamic read sees), so it is not safe.
+
+A local passed as the flag more than once (``first = self.flag``, then ``fc1(x, FLAG=first)``
+and ``fc2(y, FLAG=first)``) is folded by ``combine`` once every finding of the file is known:
+when the file's fixes replace every read of it, each of their findings carries one shared fix,
+all the replacements and the fold, so that applying any of them applies all.
 """
 
 from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
 
 from lint_rules.analysis.symbols import Scope
-from lint_rules.findings import Edit
+from lint_rules.findings import Edit, Finding, Fix, Position
 
 _EFFECTS = (ast.Call, ast.Await, ast.Yield, ast.YieldFrom, ast.NamedExpr)
 _DYNAMIC = frozenset({"eval", "exec", "locals"})
@@ -93,9 +99,22 @@ def _stores(function: ast.AST, name: str) -> tuple[int, list[ast.Name]] | None:
 def fold_local(value: ast.expr, scope: Scope | None, lines: list[str]) -> tuple[Edit, ...] | None:
     """The edits that delete the local ``value`` reads, when the fix replaces that read (see
     the module's docstring). ``lines``: the file's lines as ``ast`` numbers them."""
+    return fold_reads((value,), scope, lines)
+
+
+def fold_reads(
+    values: Sequence[ast.expr], scope: Scope | None, lines: list[str]
+) -> tuple[Edit, ...] | None:
+    """``fold_local`` for fixes applied together, each replacing one of ``values`` (distinct
+    reads of one name in ``scope``): the local goes only when they are all its reads."""
+    value = values[0]
     if not isinstance(value, ast.Name) or scope is None or scope.node is None:
         return ()
     if value.id in scope.params:
+        return ()
+    if len({id(v) for v in values}) != len(values) or any(
+        not isinstance(v, ast.Name) or v.id != value.id for v in values
+    ):
         return ()
     function = scope.node
     found = _stores(function, value.id)
@@ -105,8 +124,8 @@ def fold_local(value: ast.expr, scope: Scope | None, lines: list[str]) -> tuple[
     captured = any(not hasattr(store, "lineno") for store in stores)  # `case _F:`
     if scope.lookup(value.id) is not scope and not captured:
         return ()
-    if loads != 1 or not stores:
-        return ()
+    if loads != len(values) or not stores:
+        return ()  # read somewhere else too: it stays in use
     if reads_locals_dynamically(function):
         return None
     free = _underscore_free(function)
@@ -192,3 +211,76 @@ def _delete(whole: list[ast.stmt], function: ast.AST, lines: list[str]) -> Itera
             yield Edit((first, statement.col_offset), end, "pass")
         else:
             yield Edit((first, 0), (last + 1, 0), "")
+
+
+Reads = dict[tuple[Position, Position], tuple[ast.Name, Scope]]
+"""The fixes' replaced spans whose value is (or drops) a read of a local: the read, its scope
+(``FixBuilder.reads``)."""
+
+
+def combine(findings: list[Finding], reads: Reads, lines: list[str]) -> list[Finding]:
+    """``findings`` with one shared fix for the fixes that together replace every read of one
+    local (module docstring): safe only when each part is, with every part's note; when the
+    local cannot go (``fold_reads`` says None) the shared fix is unsafe and says so. Fixes that
+    replace only some of a local's reads stay as they are (the local stays in use)."""
+    groups: dict[tuple[int, str], dict[int, tuple[ast.Name, Scope, Edit]]] = {}
+    members: dict[tuple[int, str], list[int]] = {}
+    mixed: set[tuple[int, str]] = set()
+    for index, finding in enumerate(findings):
+        fix = finding.fix
+        if fix is None or fix.guard_import is not None:
+            continue
+        hits = [
+            (edit, reads[edit.start, edit.end])
+            for edit in fix.edits
+            if (edit.start, edit.end) in reads
+        ]
+        keys = {(id(scope.node), node.id) for _, (node, scope) in hits}
+        if len(keys) != 1:
+            continue  # no read of a local, or reads of several (a fix already shared)
+        key = keys.pop()
+        group = groups.setdefault(key, {})
+        for edit, (node, scope) in hits:
+            known = group.setdefault(id(node), (node, scope, edit))
+            if known[2] != edit:
+                mixed.add(key)  # two different rewrites of one read: leave them alone
+        members.setdefault(key, []).append(index)
+    for key, group in groups.items():
+        if key in mixed:
+            continue
+        parts = [fix for i in members[key] if (fix := findings[i].fix) is not None]
+        if len(group) == 1 and any(len(part.edits) > 1 for part in parts):
+            continue  # one read, already folded (``FixBuilder.value_fix``)
+        nodes = [node for node, _, _ in group.values()]
+        scope = next(iter(group.values()))[1]
+        folded = fold_reads(nodes, scope, lines)
+        if folded == ():
+            continue  # not all its reads, or not a local that can be folded
+        safe = all(part.applicability == "safe" for part in parts)
+        notes = list(dict.fromkeys(part.note for part in parts if part.note))
+        if folded is None:
+            safe = False
+            notes.append(f"leaves `{key[1]}` assigned and never used: delete it")
+            notes = list(dict.fromkeys(notes))
+            folded = ()
+        replacements = sorted({edit for _, _, edit in group.values()}, key=_edit_order)
+        together = (
+            tuple(
+                sorted((findings[i].code, findings[i].line, findings[i].col) for i in members[key])
+            )
+            if len(group) > 1
+            else ()  # one value, one fix (as TEM005 shares it)
+        )
+        shared = Fix(
+            (*replacements, *folded),
+            note="; ".join(notes) or None,
+            applicability="safe" if safe else "unsafe",
+            together=together,
+        )
+        for index in members[key]:
+            findings[index] = replace(findings[index], fix=shared)
+    return findings
+
+
+def _edit_order(edit: Edit) -> tuple[Position, Position]:
+    return edit.start, edit.end
