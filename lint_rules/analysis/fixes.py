@@ -232,8 +232,7 @@ class FixBuilder:
             applicability=applicability,
             note=note,
         )
-        if isinstance(changed, ast.Name) and scope is not None:
-            self.reads[outer_start, outer_end] = (changed, scope)
+        self._note_read(changed, scope, (outer_start, outer_end))
         if repeated or self.settings.fix_strategy == "none":
             return none
         guard = self._guard_expression(scope)
@@ -303,11 +302,20 @@ class FixBuilder:
     def none_fix(self, value: ast.expr, callee: Callee, scope: Scope | None = None) -> Fix | None:
         """TEM005's fix: None whatever the strategy (``scope`` tells a forwarded parameter)."""
         fix = self.value_fix(value, None, "shared", callee)
-        if fix is not None and isinstance(value, ast.Name) and scope is not None:
-            self.reads[fix.edits[0].start, fix.edits[0].end] = (value, scope)
+        if fix is not None:
+            self._note_read(value, scope, (fix.edits[0].start, fix.edits[0].end))
         if fix is not None and _is_parameter(value, scope):
             return replace(fix, applicability="unsafe")
         return fix
+
+    def _note_read(
+        self, value: ast.expr, scope: Scope | None, where: tuple[Position, Position]
+    ) -> None:
+        """Remember that the None fix replacing ``where`` drops ``value``, when it reads a local
+        of a function (from that function or from a function nested in it)."""
+        owner = scope.lookup(value.id) if isinstance(value, ast.Name) and scope else None
+        if owner is not None and isinstance(owner.node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            self.reads[where] = (value, owner)  # type: ignore[assignment]
 
     def combine(self, findings: list[Finding]) -> list[Finding]:
         """One shared fix for the fixes that together replace every read of a local, its
