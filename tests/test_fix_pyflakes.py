@@ -22,10 +22,6 @@ from lint_rules.settings import DEFAULT_SETTINGS
 CATALOGUE = Path(__file__).resolve().parent.parent / "fixtures" / "catalogue"
 OUTPUTS = sorted(p for ext in ("fixed", "guard", "unsafe") for p in CATALOGUE.glob(f"*.{ext}"))
 UNSAFE = replace(DEFAULT_SETTINGS, unsafe_fixes=True, unresolved="report")
-KNOWN = {
-    "guards_more_near_misses.fixed": "`v if ok else None` becomes None: `ok`, read only there, "
-    "stays (only a local that is the whole value is folded)"
-}
 
 
 def warnings_of(text: str) -> Counter[str]:
@@ -38,16 +34,7 @@ def warnings_of(text: str) -> Counter[str]:
     )
 
 
-@pytest.mark.parametrize(
-    "output",
-    [
-        pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=KNOWN[p.name]))
-        if p.name in KNOWN
-        else p
-        for p in OUTPUTS
-    ],
-    ids=[p.name for p in OUTPUTS],
-)
+@pytest.mark.parametrize("output", OUTPUTS, ids=[p.name for p in OUTPUTS])
 def test_catalogue_fix_adds_no_pyflakes_warning(output: Path) -> None:
     """A safe fix adds none; an unsafe one (``x.unsafe``) only the unused local its note names
     (``leaves `flag` assigned and never used``: the local could not go)."""

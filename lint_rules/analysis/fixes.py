@@ -26,6 +26,7 @@ from lint_rules.te import FLAG
 _WRAP_IN_PARENS = (ast.Lambda, ast.IfExp, ast.NamedExpr, ast.Yield, ast.YieldFrom, ast.Starred)
 _EFFECTS = (ast.Call, ast.Await, ast.Yield, ast.YieldFrom, ast.NamedExpr)
 _MAPPING_STORES = frozenset({"update", "setdefault"})
+_OWN_SCOPES = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
 
 def has_effects(value: ast.expr) -> bool:
@@ -311,11 +312,28 @@ class FixBuilder:
     def _note_read(
         self, value: ast.expr, scope: Scope | None, where: tuple[Position, Position]
     ) -> None:
-        """Remember that the None fix replacing ``where`` drops ``value``, when it reads a local
-        of a function (from that function or from a function nested in it)."""
-        owner = scope.lookup(value.id) if isinstance(value, ast.Name) and scope else None
-        if owner is not None and isinstance(owner.node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            self.reads[where] = (value, owner)  # type: ignore[assignment]
+        """Remember the reads of locals that the None fix replacing ``where`` drops with
+        ``value`` (``self.flag if ok else None``: ``ok``), each with the function that owns the
+        local (``value``'s or one around it). A value with a scope of its own (a lambda, a
+        comprehension) is not looked into."""
+        if scope is None:
+            return
+        if isinstance(value, ast.Name):
+            names = [value]
+        else:
+            nodes = list(ast.walk(value))
+            if any(isinstance(node, _OWN_SCOPES) for node in nodes):
+                return
+            names = [n for n in nodes if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)]
+        found = []
+        for name in names:
+            owner = scope.lookup(name.id)
+            if owner is not None and isinstance(
+                owner.node, (ast.FunctionDef, ast.AsyncFunctionDef)
+            ):
+                found.append((name, owner))
+        if found:
+            self.reads[where] = tuple(found)
 
     def combine(self, findings: list[Finding]) -> list[Finding]:
         """One shared fix for the fixes that together replace every read of a local, its

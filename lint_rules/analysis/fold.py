@@ -213,49 +213,54 @@ def _delete(whole: list[ast.stmt], function: ast.AST, lines: list[str]) -> Itera
             yield Edit((first, 0), (last + 1, 0), "")
 
 
-Reads = dict[tuple[Position, Position], tuple[ast.Name, Scope]]
-"""The fixes' replaced spans whose value is (or drops) a read of a local: the read, its scope
-(``FixBuilder.reads``)."""
+Reads = dict[tuple[Position, Position], tuple[tuple[ast.Name, Scope], ...]]
+"""Each None fix's replaced span: the reads of locals it drops, each with the function that
+owns the local (``FixBuilder.reads``)."""
+
+_Key = tuple[int, str]
+"""A local: its function (by identity) and its name."""
 
 
 def combine(findings: list[Finding], reads: Reads, lines: list[str]) -> list[Finding]:
-    """``findings`` with one shared fix for the fixes that together replace every read of one
+    """``findings`` with one shared fix for the fixes that together drop every read of one
     local (module docstring): safe only when each part is, with every part's note; when the
     local cannot go (``fold_reads`` says None) the shared fix is unsafe and says so. Fixes that
-    replace only some of a local's reads stay as they are (the local stays in use)."""
-    groups: dict[tuple[int, str], dict[int, tuple[ast.Name, Scope, Edit]]] = {}
-    members: dict[tuple[int, str], list[int]] = {}
-    mixed: set[tuple[int, str]] = set()
+    drop only some of a local's reads stay as they are (the local stays in use), and so do
+    fixes that would drop the last reads of two locals at once."""
+    hits_of: dict[int, list[Edit]] = {}
+    groups: dict[_Key, dict[int, tuple[ast.Name, Scope, Edit]]] = {}
+    members: dict[_Key, list[int]] = {}
+    mixed: set[_Key] = set()
     for index, finding in enumerate(findings):
         fix = finding.fix
         if fix is None or fix.guard_import is not None:
             continue
-        hits = [
-            (edit, reads[edit.start, edit.end])
-            for edit in fix.edits
-            if (edit.start, edit.end) in reads
-        ]
-        keys = {(id(scope.node), node.id) for _, (node, scope) in hits}
-        if len(keys) != 1:
-            continue  # no read of a local, or reads of several (a fix already shared)
-        key = keys.pop()
-        group = groups.setdefault(key, {})
-        for edit, (node, scope) in hits:
-            known = group.setdefault(id(node), (node, scope, edit))
-            if known[2] != edit:
-                mixed.add(key)  # two different rewrites of one read: leave them alone
-        members.setdefault(key, []).append(index)
+        for edit in fix.edits:
+            for node, owner in reads.get((edit.start, edit.end), ()):
+                hits_of.setdefault(index, []).append(edit)
+                key = (id(owner.node), node.id)
+                known = groups.setdefault(key, {}).setdefault(id(node), (node, owner, edit))
+                if known[2] != edit:
+                    mixed.add(key)  # two different rewrites of one read: leave them alone
+                if index not in members.setdefault(key, []):
+                    members[key].append(index)
+    complete: dict[_Key, tuple[Edit, ...] | None] = {}
     for key, group in groups.items():
-        if key in mixed:
-            continue
         parts = [fix for i in members[key] if (fix := findings[i].fix) is not None]
-        if len(group) == 1 and any(len(part.edits) > 1 for part in parts):
-            continue  # one read, already folded (``FixBuilder.value_fix``)
+        if key in mixed or (len(group) == 1 and any(len(part.edits) > 1 for part in parts)):
+            continue  # (one read, already folded: ``FixBuilder.value_fix``)
         nodes = [node for node, _, _ in group.values()]
-        scope = next(iter(group.values()))[1]
-        folded = fold_reads(nodes, scope, lines)
-        if folded == ():
-            continue  # not all its reads, or not a local that can be folded
+        owner = next(iter(group.values()))[1]
+        if owner.node is None or not _warned_unused(owner.node, key[1]):
+            continue  # bound only where pyflakes never reports it (a loop target, unpacking)
+        folded = fold_reads(nodes, owner, lines)
+        if folded != ():  # () : not all its reads, or not a local that can be folded
+            complete[key] = folded
+    for key, folded in complete.items():
+        indexes = members[key]
+        if any(other != key and set(indexes) & set(members[other]) for other in complete):
+            continue
+        parts = [fix for i in indexes if (fix := findings[i].fix) is not None]
         safe = all(part.applicability == "safe" for part in parts)
         notes = list(dict.fromkeys(part.note for part in parts if part.note))
         if folded is None:
@@ -263,12 +268,10 @@ def combine(findings: list[Finding], reads: Reads, lines: list[str]) -> list[Fin
             notes.append(f"leaves `{key[1]}` assigned and never used: delete it")
             notes = list(dict.fromkeys(notes))
             folded = ()
-        replacements = sorted({edit for _, _, edit in group.values()}, key=_edit_order)
+        replacements = sorted({edit for i in indexes for edit in hits_of[i]}, key=_edit_order)
         together = (
-            tuple(
-                sorted((findings[i].code, findings[i].line, findings[i].col) for i in members[key])
-            )
-            if len(group) > 1
+            tuple(sorted((findings[i].code, findings[i].line, findings[i].col) for i in indexes))
+            if len(replacements) > 1
             else ()  # one value, one fix (as TEM005 shares it)
         )
         shared = Fix(
@@ -277,9 +280,27 @@ def combine(findings: list[Finding], reads: Reads, lines: list[str]) -> list[Fin
             applicability="safe" if safe else "unsafe",
             together=together,
         )
-        for index in members[key]:
+        for index in indexes:
             findings[index] = replace(findings[index], fix=shared)
     return findings
+
+
+def _warned_unused(function: ast.AST, name: str) -> bool:
+    """Whether pyflakes may report ``name`` when nothing reads it (F841): it is bound other than
+    as a ``for`` loop's (or a comprehension's) target, which pyflakes never reports."""
+    targets: set[int] = set()
+    for node in ast.walk(function):
+        if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+            targets.update(id(n) for n in ast.walk(node.target))
+    for node in ast.walk(function):
+        if isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load):
+            if id(node) not in targets:
+                return True
+        elif getattr(node, "name", None) == name and isinstance(
+            node, (ast.ExceptHandler, *_CAPTURES)
+        ):
+            return True  # `except E as name`, `case [name]`
+    return False
 
 
 def _edit_order(edit: Edit) -> tuple[Position, Position]:
