@@ -166,8 +166,8 @@ class FixBuilder:
         self.tree = tree
         self._stored: list[tuple[str, ast.ClassDef | None]] | None = None
         self.reads: Reads = {}
-        """Each None fix's replaced span that reads a local, with the read and its scope: what
-        ``combine`` folds once the file's findings are known."""
+        """Each None fix's replaced span, with the reads of locals it drops and the function
+        that owns each (``_note_read``): what ``combine`` folds once the findings are known."""
         self.guard_missing: str | None = None
         """A file of the run that is ``guard-import``'s module and never spells the guard's
         name (``Project.guard_missing``): the import the guard strategy adds would fail."""

@@ -14,9 +14,12 @@ local would be assigned and never used (pyflakes' F841), so the fix deletes its 
   warning (or change what a dynamic read sees), so it is not safe.
 
 A local passed as the flag more than once (``first = self.flag``, then ``fc1(x, FLAG=first)``
-and ``fc2(y, FLAG=first)``) is folded by ``combine`` once every finding of the file is known:
-when the file's fixes replace every read of it, each of their findings carries one shared fix,
-all the replacements and the fold, so that applying any of them applies all.
+and ``fc2(y, FLAG=first)``), read inside a replaced value (``self.flag if ok else None``), or
+read by a TEM005 fix, is folded by ``combine`` once every finding of the file is known: when
+the file's fixes drop every read of it, their findings carry one shared fix, all the
+replacements and the fold, so that applying any of them applies all (``fixing.apply_edits``
+applies it only when all of them are fixed). A local bound only as a ``for`` target is left
+alone: pyflakes never reports one.
 """
 
 from __future__ import annotations
