@@ -21,6 +21,8 @@ SOURCE = (
     "    def forward(self, x):\n        return self.fc(x, is_first_microbatch=self.flag)\n"
 )
 NAME = b"caf\xe9.py"
+BROKEN = b"bad\xff.py"
+"""A file that does not parse: its row (``code: null``) names it too."""
 
 
 def strings(value: Any) -> list[str]:
@@ -40,6 +42,8 @@ def odd_name(tmp_path: Path) -> Path:
     try:
         with open(os.path.join(os.fsencode(tmp_path), NAME), "w", encoding="utf-8") as file:
             file.write(SOURCE)
+        with open(os.path.join(os.fsencode(tmp_path), BROKEN), "w", encoding="utf-8") as file:
+            file.write(SOURCE.replace("def forward(self, x)", "def forward(self, x"))
     except (OSError, UnicodeError):
         pytest.skip("this file system refuses a name that is not UTF-8")
     (tmp_path / "pyproject.toml").write_text("")
@@ -63,12 +67,14 @@ def test_json_outputs_are_valid_unicode_for_a_name_that_is_not_utf8(
         capture_output=True,
         timeout=120,
     )
-    assert done.returncode == 1, done.stderr
+    assert done.returncode == 2, done.stderr  # the file that does not parse
     found = documents(fmt, done.stdout)
     every = [s for document in found for s in strings(document)]
     for text in every:
         text.encode("utf-8")  # raises on a lone surrogate
     if fmt == "sarif":
         assert any(s.endswith("caf%E9.py") for s in every), every
+        assert any(s.endswith("bad%FF.py") for s in every), every
     else:
         assert any(s.endswith("caf\ufffd.py") for s in every), every
+        assert any(s.endswith("bad\ufffd.py") for s in every), every
