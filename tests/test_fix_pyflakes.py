@@ -1,6 +1,6 @@
 """No fix leaves a new pyflakes warning (docs/fixes.md): every expected output of the catalogue
 (``x.fixed``, ``x.guard``, ``x.unsafe``) has no pyflakes warning that ``x.py`` lacks, and fixes
-that together replace every read of a local delete it with them (one shared fix)."""
+that together drop every read of a local delete it with them (one shared fix)."""
 
 from __future__ import annotations
 
@@ -102,24 +102,23 @@ def test_shared_fix_waits_for_every_finding_selected() -> None:
     assert any("goes with TEM002 on line 13" in note for note in result.notes), result.notes
 
 
-@pytest.mark.xfail(strict=True, reason="a fix that drops the last reads of two locals at once")
 def test_two_locals_dropped_by_one_fix() -> None:
-    """Not done yet: ``first if ok else None`` becoming None leaves both locals unused; the
-    fold of two locals at once (statements of one block deleted together) is not built."""
+    """``first if ready else None`` becoming None drops the only reads of two locals: both go,
+    in one fix."""
     text = HEAD.replace("**kwargs", "ok") + (
         "        ready = ok\n"
         "        return self.fc1(x, is_first_microbatch=first if ready else None)\n"
     )
     result = fix_source(text)
     assert "is_first_microbatch=None" in result.text
+    assert not re.search(r"\b(first|ready|flag) =", result.text), result.text
     assert not warnings_of(result.text), result.text
 
 
-@pytest.mark.xfail(strict=True, reason="a deleted assignment's own reads are not followed")
 def test_local_read_only_by_a_folded_assignment() -> None:
-    """Not done yet: folding ``flag = first`` drops the only read of ``first``, which is then
-    unused in its turn (the fold does not follow what the deleted statement read)."""
+    """Folding ``flag = first`` drops the only read of ``first``, which goes in its turn."""
     text = HEAD + ("        flag = first\n        return self.fc1(x, is_first_microbatch=flag)\n")
     result = fix_source(text)
     assert "is_first_microbatch=None" in result.text
+    assert not re.search(r"\b(first|ready|flag) =", result.text), result.text
     assert not warnings_of(result.text), result.text

@@ -14,11 +14,12 @@ import ast
 from dataclasses import replace
 
 from lint_rules.analysis.classes import Classes
-from lint_rules.analysis.fold import Reads, combine, fold_local
+from lint_rules.analysis.fold import fold_local
 from lint_rules.analysis.kinds import Kind, QualName, TEClass
 from lint_rules.analysis.lifecycle import Judgement
 from lint_rules.analysis.resolve import Callee, TEModule, Unresolved
 from lint_rules.analysis.symbols import ModuleSymbols, Scope, is_none, span
+from lint_rules.analysis.together import _OWN_SCOPES, Reads, combine
 from lint_rules.findings import Edit, Finding, Fix, Position, ast_lines
 from lint_rules.settings import Settings
 from lint_rules.te import FLAG
@@ -26,7 +27,6 @@ from lint_rules.te import FLAG
 _WRAP_IN_PARENS = (ast.Lambda, ast.IfExp, ast.NamedExpr, ast.Yield, ast.YieldFrom, ast.Starred)
 _EFFECTS = (ast.Call, ast.Await, ast.Yield, ast.YieldFrom, ast.NamedExpr)
 _MAPPING_STORES = frozenset({"update", "setdefault"})
-_OWN_SCOPES = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
 
 def has_effects(value: ast.expr) -> bool:
@@ -337,7 +337,7 @@ class FixBuilder:
 
     def combine(self, findings: list[Finding]) -> list[Finding]:
         """One shared fix for the fixes that together replace every read of a local, its
-        assignment deleted with them (``fold.combine``)."""
+        assignment deleted with them (``together.combine``)."""
         if not self.reads or self.source is None:
             return findings
         if self.source_lines is None:

@@ -13,13 +13,9 @@ local would be assigned and never used (pyflakes' F841), so the fix deletes its 
   ``match`` captures it, or ``_`` is in use. The ``None`` fix would then leave a new pyflakes
   warning (or change what a dynamic read sees), so it is not safe.
 
-A local passed as the flag more than once (``first = self.flag``, then ``fc1(x, FLAG=first)``
-and ``fc2(y, FLAG=first)``), read inside a replaced value (``self.flag if ok else None``), or
-read by a TEM005 fix, is folded by ``combine`` once every finding of the file is known: when
-the file's fixes drop every read of it, their findings carry one shared fix, all the
-replacements and the fold, so that applying any of them applies all (``fixing.apply_edits``
-applies it only when all of them are fixed). A local bound only as a ``for`` target is left
-alone: pyflakes never reports one.
+A local whose reads several fixes drop together (passed as the flag more than once, read
+inside a replaced value, read only by an assignment that is itself deleted) is folded by
+``together.combine`` with ``bindings``, ``plan`` and ``delete``.
 """
 
 from __future__ import annotations
@@ -27,10 +23,9 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import replace
 
 from lint_rules.analysis.symbols import Scope
-from lint_rules.findings import Edit, Finding, Fix, Position
+from lint_rules.findings import Edit
 
 _EFFECTS = (ast.Call, ast.Await, ast.Yield, ast.YieldFrom, ast.NamedExpr)
 _DYNAMIC = frozenset({"eval", "exec", "locals"})
@@ -76,16 +71,16 @@ def _blocks(function: ast.AST) -> Iterator[list[ast.stmt]]:
             stack.append(child)
 
 
-def _stores(function: ast.AST, name: str) -> tuple[int, list[ast.Name]] | None:
+def bindings(function: ast.AST, name: str) -> tuple[list[ast.Name], list[ast.Name]] | None:
     """(loads, stores) of ``name`` in ``function``; None when ``del``, ``global`` or
     ``nonlocal`` name it."""
-    loads = 0
+    loads: list[ast.Name] = []
     stores: list[ast.Name] = []
     updated = {id(n.target) for n in ast.walk(function) if isinstance(n, ast.AugAssign)}
     for node in ast.walk(function):
         if isinstance(node, ast.Name) and node.id == name:
             if isinstance(node.ctx, ast.Load) or id(node) in updated:  # `_F += 1` reads it
-                loads += 1
+                loads.append(node)
             elif isinstance(node.ctx, ast.Del):
                 return None
             else:
@@ -120,15 +115,28 @@ def fold_reads(
     ):
         return ()
     function = scope.node
-    found = _stores(function, value.id)
+    found = bindings(function, value.id)
     if found is None:
         return ()
     loads, stores = found
     captured = any(not hasattr(store, "lineno") for store in stores)  # `case _F:`
     if scope.lookup(value.id) is not scope and not captured:
         return ()
-    if loads != len(values) or not stores:
+    if len(loads) != len(values) or not stores:
         return ()  # read somewhere else too: it stays in use
+    planned = plan(function, stores, lines)
+    if planned is None:
+        return None
+    edits, whole = planned
+    return (*edits, *delete(whole, function, lines))
+
+
+def plan(
+    function: ast.AST, stores: list[ast.Name], lines: list[str]
+) -> tuple[list[Edit], list[ast.stmt]] | None:
+    """How a local of ``function`` bound at ``stores`` goes once nothing reads it: the edits of
+    its targets, and the statements to delete whole (``delete``); None when it cannot go (see
+    the module's docstring)."""
     if reads_locals_dynamically(function):
         return None
     free = _underscore_free(function)
@@ -159,8 +167,7 @@ def fold_reads(
         # value with an effect): the target becomes `_`, which pyflakes never reports.
         end = (store.end_lineno or store.lineno, store.end_col_offset or 0)
         edits.append(Edit((store.lineno, store.col_offset), end, "_"))
-    edits.extend(_delete(whole, function, lines))
-    return tuple(edits)
+    return edits, whole
 
 
 def _underscore_free(function: ast.AST) -> bool:
@@ -200,7 +207,7 @@ def _alone(statement: ast.stmt, lines: list[str]) -> bool:
     return not any("#" in line for line in lines[first - 1 : last])
 
 
-def _delete(whole: list[ast.stmt], function: ast.AST, lines: list[str]) -> Iterator[Edit]:
+def delete(whole: list[ast.stmt], function: ast.AST, lines: list[str]) -> Iterator[Edit]:
     """Delete each statement's lines; one that would leave its block empty becomes ``pass``."""
     gone = {id(s) for s in whole}
     emptied: set[int] = set()
@@ -216,79 +223,7 @@ def _delete(whole: list[ast.stmt], function: ast.AST, lines: list[str]) -> Itera
             yield Edit((first, 0), (last + 1, 0), "")
 
 
-Reads = dict[tuple[Position, Position], tuple[tuple[ast.Name, Scope], ...]]
-"""Each None fix's replaced span: the reads of locals it drops, each with the function that
-owns the local (``FixBuilder.reads``)."""
-
-_Key = tuple[int, str]
-"""A local: its function (by identity) and its name."""
-
-
-def combine(findings: list[Finding], reads: Reads, lines: list[str]) -> list[Finding]:
-    """``findings`` with one shared fix for the fixes that together drop every read of one
-    local (module docstring): safe only when each part is, with every part's note; when the
-    local cannot go (``fold_reads`` says None) the shared fix is unsafe and says so. Fixes that
-    drop only some of a local's reads stay as they are (the local stays in use), and so do
-    fixes that would drop the last reads of two locals at once."""
-    hits_of: dict[int, list[Edit]] = {}
-    groups: dict[_Key, dict[int, tuple[ast.Name, Scope, Edit]]] = {}
-    members: dict[_Key, list[int]] = {}
-    mixed: set[_Key] = set()
-    for index, finding in enumerate(findings):
-        fix = finding.fix
-        if fix is None or fix.guard_import is not None:
-            continue
-        for edit in fix.edits:
-            for node, owner in reads.get((edit.start, edit.end), ()):
-                hits_of.setdefault(index, []).append(edit)
-                key = (id(owner.node), node.id)
-                known = groups.setdefault(key, {}).setdefault(id(node), (node, owner, edit))
-                if known[2] != edit:
-                    mixed.add(key)  # two different rewrites of one read: leave them alone
-                if index not in members.setdefault(key, []):
-                    members[key].append(index)
-    complete: dict[_Key, tuple[Edit, ...] | None] = {}
-    for key, group in groups.items():
-        parts = [fix for i in members[key] if (fix := findings[i].fix) is not None]
-        if key in mixed or (len(group) == 1 and any(len(part.edits) > 1 for part in parts)):
-            continue  # (one read, already folded: ``FixBuilder.value_fix``)
-        nodes = [node for node, _, _ in group.values()]
-        owner = next(iter(group.values()))[1]
-        if owner.node is None or not _warned_unused(owner.node, key[1]):
-            continue  # bound only where pyflakes never reports it (a loop target, unpacking)
-        folded = fold_reads(nodes, owner, lines)
-        if folded != ():  # () : not all its reads, or not a local that can be folded
-            complete[key] = folded
-    for key, folded in complete.items():
-        indexes = members[key]
-        if any(other != key and set(indexes) & set(members[other]) for other in complete):
-            continue
-        parts = [fix for i in indexes if (fix := findings[i].fix) is not None]
-        safe = all(part.applicability == "safe" for part in parts)
-        notes = list(dict.fromkeys(part.note for part in parts if part.note))
-        if folded is None:
-            safe = False
-            notes.append(f"leaves `{key[1]}` assigned and never used: delete it")
-            notes = list(dict.fromkeys(notes))
-            folded = ()
-        replacements = sorted({edit for i in indexes for edit in hits_of[i]}, key=_edit_order)
-        together = (
-            tuple(sorted((findings[i].code, findings[i].line, findings[i].col) for i in indexes))
-            if len(replacements) > 1
-            else ()  # one value, one fix (as TEM005 shares it)
-        )
-        shared = Fix(
-            (*replacements, *folded),
-            note="; ".join(notes) or None,
-            applicability="safe" if safe else "unsafe",
-            together=together,
-        )
-        for index in indexes:
-            findings[index] = replace(findings[index], fix=shared)
-    return findings
-
-
-def _warned_unused(function: ast.AST, name: str) -> bool:
+def warned_unused(function: ast.AST, name: str) -> bool:
     """Whether pyflakes may report ``name`` when nothing reads it (F841): it is bound other than
     as a ``for`` loop's (or a comprehension's) target, which pyflakes never reports."""
     targets: set[int] = set()
@@ -304,7 +239,3 @@ def _warned_unused(function: ast.AST, name: str) -> bool:
         ):
             return True  # `except E as name`, `case [name]`
     return False
-
-
-def _edit_order(edit: Edit) -> tuple[Position, Position]:
-    return edit.start, edit.end
