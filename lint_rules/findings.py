@@ -72,13 +72,16 @@ class Fix:
     ``guard`` strategy): the import is added once per file. ``note`` explains a fallback,
     for example a ``guard`` fix that had to use ``None`` because ``self`` is not in scope.
     ``applicability`` is ``"safe"`` (applied by ``fix``) or ``"unsafe"`` (applied only with
-    ``--unsafe-fixes``), as in ruff; see docs/fixes.md.
+    ``--unsafe-fixes``), as in ruff; see docs/fixes.md. ``together``: (code, line, column) of
+    every finding that carries this one fix, when it fixes several values at once (a local
+    read only by them goes with them): it is applied only when every one of them is fixed.
     """
 
     edits: tuple[Edit, ...]
     guard_import: str | None = None
     note: str | None = None
     applicability: str = "safe"
+    together: tuple[tuple[str, int, int], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -134,7 +134,9 @@ def apply_edits(
 
     A fix is skipped when it collides with an earlier one, when ``suppressed(code, line)`` says
     a ``# noqa`` covers a line its edits span, or when a replaced value's comments cannot be
-    read (they would be lost).
+    read (they would be lost). A fix shared by several findings (``Fix.together``) is applied
+    only when every one of them is in ``findings``, and a ``# noqa`` for any of their codes
+    skips it.
     """
     lines = split_lines(text)
     starts = line_offsets(lines)
@@ -142,6 +144,10 @@ def apply_edits(
     taken: list[tuple[int, int]] = []
     plan = _Plan()
     seen_edits: set[tuple] = set()
+    carriers: dict[tuple, list[Finding]] = {}
+    for finding in findings:
+        if finding.fix is not None and finding.fix.together:
+            carriers.setdefault(finding.fix.edits, []).append(finding)
     for finding in sorted(findings, key=lambda f: f.sort_key):
         fix = finding.fix
         if fix is None:
@@ -149,10 +155,23 @@ def apply_edits(
         if fix.edits in seen_edits:
             plan.applied.append(finding)
             continue
+        codes = {finding.code}
+        if fix.together:
+            sharing = carriers[fix.edits]
+            codes.update(f.code for f in sharing)
+            missing = set(fix.together) - {(f.code, f.line, f.col) for f in sharing}
+            if missing:
+                plan.skipped.append(finding)
+                where = ", ".join(f"{code} on line {line}" for code, line, _ in sorted(missing))
+                plan.notes.append(
+                    f"line {finding.line}: {finding.code} not fixed, its fix goes with {where}, "
+                    "which is not fixed (`# noqa`, not selected or not safe)"
+                )
+                continue
         first = min(e.start[0] for e in fix.edits)
         last = max(e.end[0] for e in fix.edits)
         if suppressed is not None and any(
-            suppressed(finding.code, line) for line in range(first, last + 1)
+            suppressed(code, line) for code in sorted(codes) for line in range(first, last + 1)
         ):
             plan.skipped.append(finding)
             plan.notes.append(

@@ -167,3 +167,43 @@ def test_default_guard_import_note_on_stdin(tmp_path: Path) -> None:
         timeout=120,
     )
     assert done.stderr.splitlines().count(DEFAULT_GUARD_NOTE) == 1, done.stderr
+
+
+BROKEN = HEAD + "def run(x:\n    return te.Linear(4, 4)(x, is_first_microbatch=True)\n"
+
+
+def test_summary_counts_a_refused_file(tmp_path: Path) -> None:
+    """A file ``fix`` refuses (one error line, exit 2, the file untouched) is counted as
+    refused in the summary, not as a file with nothing left to fix."""
+    (tmp_path / "safe.py").write_text(SAFE)
+    (tmp_path / "broken.py").write_text(BROKEN)
+    done = run("fix", ".", cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    errors = [line for line in lines if ": error: " in line]
+    assert len(errors) == 1 and errors[0].startswith("./broken.py: error: cannot parse: ")
+    assert lines[-1] == (
+        "1 fixed, 0 remaining (1 file changed, 0 unchanged, 1 refused); "
+        "1 error above: a refused file is left untouched"
+    )
+    assert (tmp_path / "broken.py").read_text() == BROKEN
+
+
+def test_summary_counts_a_fix_that_would_not_verify(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fixed text would not verify (``fixing.FixError``): that file is refused too."""
+    from lint_rules import fixing
+
+    def refuse(old: str, new: str, encoding: str | None = None) -> None:
+        raise fixing.FixError("the fixed text would lose a comment; nothing was changed")
+
+    monkeypatch.setattr(fixing, "verify_fixed", refuse)
+    (tmp_path / "safe.py").write_text(SAFE)
+    done = run("fix", "--check", ".", cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().splitlines()[-1] == (
+        "0 would be fixed, 0 remaining (0 files changed, 0 unchanged, 1 refused); "
+        "1 error above: a refused file is left untouched"
+    )
+    assert (tmp_path / "safe.py").read_text() == SAFE

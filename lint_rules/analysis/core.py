@@ -112,6 +112,9 @@ class Analysis:
             self.symbols, self.settings, self.source, classes, self.tree, self._lines
         )
         fixes.guard_missing = self.project.guard_missing if self.project is not None else None
+        previous = getattr(self, "fixes", None)
+        if isinstance(previous, FixBuilder):  # `rejudge`: TEM005's fixes stand, with their reads
+            fixes.reads.update(previous.reads)
         return fixes
 
     def run(self) -> list[Finding]:
@@ -163,6 +166,8 @@ class Analysis:
             for rule in self.rules:
                 rule.finish()
         self._share_fixes()
+        if not self._pending:
+            self.findings = self.fixes.combine(self.findings)
         self.findings.sort(key=lambda f: f.sort_key)
         return self.findings
 

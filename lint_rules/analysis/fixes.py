@@ -19,7 +19,8 @@ from lint_rules.analysis.kinds import Kind, QualName, TEClass
 from lint_rules.analysis.lifecycle import Judgement
 from lint_rules.analysis.resolve import Callee, TEModule, Unresolved
 from lint_rules.analysis.symbols import ModuleSymbols, Scope, is_none, span
-from lint_rules.findings import Edit, Fix, Position, ast_lines
+from lint_rules.analysis.together import _OWN_SCOPES, Reads, combine
+from lint_rules.findings import Edit, Finding, Fix, Position, ast_lines
 from lint_rules.settings import Settings
 from lint_rules.te import FLAG
 
@@ -140,6 +141,9 @@ class NoFixes:
     def mapping_fix(self, *args: object, **kwargs: object) -> Fix | None:
         return None
 
+    def combine(self, findings: list[Finding]) -> list[Finding]:
+        return findings
+
 
 class FixBuilder:
     """Build the edits that make a flag ``None`` (or guarded) in one file."""
@@ -161,6 +165,9 @@ class FixBuilder:
         self.classes = classes
         self.tree = tree
         self._stored: list[tuple[str, ast.ClassDef | None]] | None = None
+        self.reads: Reads = {}
+        """Each None fix's replaced span, with the reads of locals it drops and the function
+        that owns each (``_note_read``): what ``combine`` folds once the findings are known."""
         self.guard_missing: str | None = None
         """A file of the run that is ``guard-import``'s module and never spells the guard's
         name (``Project.guard_missing``): the import the guard strategy adds would fail."""
@@ -226,6 +233,7 @@ class FixBuilder:
             applicability=applicability,
             note=note,
         )
+        self._note_read(changed, scope, (outer_start, outer_end))
         if repeated or self.settings.fix_strategy == "none":
             return none
         guard = self._guard_expression(scope)
@@ -295,9 +303,46 @@ class FixBuilder:
     def none_fix(self, value: ast.expr, callee: Callee, scope: Scope | None = None) -> Fix | None:
         """TEM005's fix: None whatever the strategy (``scope`` tells a forwarded parameter)."""
         fix = self.value_fix(value, None, "shared", callee)
+        if fix is not None:
+            self._note_read(value, scope, (fix.edits[0].start, fix.edits[0].end))
         if fix is not None and _is_parameter(value, scope):
             return replace(fix, applicability="unsafe")
         return fix
+
+    def _note_read(
+        self, value: ast.expr, scope: Scope | None, where: tuple[Position, Position]
+    ) -> None:
+        """Remember the reads of locals that the None fix replacing ``where`` drops with
+        ``value`` (``self.flag if ok else None``: ``ok``), each with the function that owns the
+        local (``value``'s or one around it). A value with a scope of its own (a lambda, a
+        comprehension) is not looked into."""
+        if scope is None:
+            return
+        if isinstance(value, ast.Name):
+            names = [value]
+        else:
+            nodes = list(ast.walk(value))
+            if any(isinstance(node, _OWN_SCOPES) for node in nodes):
+                return
+            names = [n for n in nodes if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)]
+        found = []
+        for name in names:
+            owner = scope.lookup(name.id)
+            if owner is not None and isinstance(
+                owner.node, (ast.FunctionDef, ast.AsyncFunctionDef)
+            ):
+                found.append((name, owner))
+        if found:
+            self.reads[where] = tuple(found)
+
+    def combine(self, findings: list[Finding]) -> list[Finding]:
+        """One shared fix for the fixes that together replace every read of a local, its
+        assignment deleted with them (``together.combine``)."""
+        if not self.reads or self.source is None:
+            return findings
+        if self.source_lines is None:
+            self.source_lines = ast_lines(self.source)
+        return combine(findings, self.reads, self.source_lines)
 
     def _paren_span(self, node: ast.expr) -> tuple[Position, Position] | str | None:
         """The extent of ``node`` with its own parentheses (``f(x, (a == b))``), if any.

@@ -12,13 +12,17 @@ local would be assigned and never used (pyflakes' F841), so the fix deletes its 
   dynamically (``eval``, ``exec``, ``vars()``, ``locals()``, ``dir()``, its frame), a
   ``match`` captures it, or ``_`` is in use. The ``None`` fix would then leave a new pyflakes
   warning (or change what a dynamic read sees), so it is not safe.
+
+A local whose reads several fixes drop together (passed as the flag more than once, read
+inside a replaced value, read only by an assignment that is itself deleted) is folded by
+``together.combine`` with ``bindings``, ``plan`` and ``delete``.
 """
 
 from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from lint_rules.analysis.symbols import Scope
 from lint_rules.findings import Edit
@@ -67,16 +71,16 @@ def _blocks(function: ast.AST) -> Iterator[list[ast.stmt]]:
             stack.append(child)
 
 
-def _stores(function: ast.AST, name: str) -> tuple[int, list[ast.Name]] | None:
+def bindings(function: ast.AST, name: str) -> tuple[list[ast.Name], list[ast.Name]] | None:
     """(loads, stores) of ``name`` in ``function``; None when ``del``, ``global`` or
     ``nonlocal`` name it."""
-    loads = 0
+    loads: list[ast.Name] = []
     stores: list[ast.Name] = []
     updated = {id(n.target) for n in ast.walk(function) if isinstance(n, ast.AugAssign)}
     for node in ast.walk(function):
         if isinstance(node, ast.Name) and node.id == name:
             if isinstance(node.ctx, ast.Load) or id(node) in updated:  # `_F += 1` reads it
-                loads += 1
+                loads.append(node)
             elif isinstance(node.ctx, ast.Del):
                 return None
             else:
@@ -93,20 +97,46 @@ def _stores(function: ast.AST, name: str) -> tuple[int, list[ast.Name]] | None:
 def fold_local(value: ast.expr, scope: Scope | None, lines: list[str]) -> tuple[Edit, ...] | None:
     """The edits that delete the local ``value`` reads, when the fix replaces that read (see
     the module's docstring). ``lines``: the file's lines as ``ast`` numbers them."""
+    return fold_reads((value,), scope, lines)
+
+
+def fold_reads(
+    values: Sequence[ast.expr], scope: Scope | None, lines: list[str]
+) -> tuple[Edit, ...] | None:
+    """``fold_local`` for fixes applied together, each replacing one of ``values`` (distinct
+    reads of one name in ``scope``): the local goes only when they are all its reads."""
+    value = values[0]
     if not isinstance(value, ast.Name) or scope is None or scope.node is None:
         return ()
     if value.id in scope.params:
         return ()
+    if len({id(v) for v in values}) != len(values) or any(
+        not isinstance(v, ast.Name) or v.id != value.id for v in values
+    ):
+        return ()
     function = scope.node
-    found = _stores(function, value.id)
+    found = bindings(function, value.id)
     if found is None:
         return ()
     loads, stores = found
     captured = any(not hasattr(store, "lineno") for store in stores)  # `case _F:`
     if scope.lookup(value.id) is not scope and not captured:
         return ()
-    if loads != 1 or not stores:
-        return ()
+    if len(loads) != len(values) or not stores:
+        return ()  # read somewhere else too: it stays in use
+    planned = plan(function, stores, lines)
+    if planned is None:
+        return None
+    edits, whole = planned
+    return (*edits, *delete(whole, function, lines))
+
+
+def plan(
+    function: ast.AST, stores: list[ast.Name], lines: list[str]
+) -> tuple[list[Edit], list[ast.stmt]] | None:
+    """How a local of ``function`` bound at ``stores`` goes once nothing reads it: the edits of
+    its targets, and the statements to delete whole (``delete``); None when it cannot go (see
+    the module's docstring)."""
     if reads_locals_dynamically(function):
         return None
     free = _underscore_free(function)
@@ -137,8 +167,7 @@ def fold_local(value: ast.expr, scope: Scope | None, lines: list[str]) -> tuple[
         # value with an effect): the target becomes `_`, which pyflakes never reports.
         end = (store.end_lineno or store.lineno, store.end_col_offset or 0)
         edits.append(Edit((store.lineno, store.col_offset), end, "_"))
-    edits.extend(_delete(whole, function, lines))
-    return tuple(edits)
+    return edits, whole
 
 
 def _underscore_free(function: ast.AST) -> bool:
@@ -178,7 +207,7 @@ def _alone(statement: ast.stmt, lines: list[str]) -> bool:
     return not any("#" in line for line in lines[first - 1 : last])
 
 
-def _delete(whole: list[ast.stmt], function: ast.AST, lines: list[str]) -> Iterator[Edit]:
+def delete(whole: list[ast.stmt], function: ast.AST, lines: list[str]) -> Iterator[Edit]:
     """Delete each statement's lines; one that would leave its block empty becomes ``pass``."""
     gone = {id(s) for s in whole}
     emptied: set[int] = set()
@@ -192,3 +221,21 @@ def _delete(whole: list[ast.stmt], function: ast.AST, lines: list[str]) -> Itera
             yield Edit((first, statement.col_offset), end, "pass")
         else:
             yield Edit((first, 0), (last + 1, 0), "")
+
+
+def warned_unused(function: ast.AST, name: str) -> bool:
+    """Whether pyflakes may report ``name`` when nothing reads it (F841): it is bound other than
+    as a ``for`` loop's (or a comprehension's) target, which pyflakes never reports."""
+    targets: set[int] = set()
+    for node in ast.walk(function):
+        if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)):
+            targets.update(id(n) for n in ast.walk(node.target))
+    for node in ast.walk(function):
+        if isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load):
+            if id(node) not in targets:
+                return True
+        elif getattr(node, "name", None) == name and isinstance(
+            node, (ast.ExceptHandler, *_CAPTURES)
+        ):
+            return True  # `except E as name`, `case [name]`
+    return False

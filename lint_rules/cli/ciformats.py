@@ -76,9 +76,9 @@ def format_json_lines(
     findings: Sequence[Reported], problems: Sequence[Problem], applies: FixApplies, url_of: UrlOf
 ) -> str:
     rows = json_rows(findings, problems, applies, url_of)
-    import json
+    from lint_rules.cli.formats import json_text
 
-    return "".join(json.dumps(row, sort_keys=True, separators=(",", ":")) + "\n" for row in rows)
+    return "".join(json_text(row, sort_keys=True, separators=(",", ":")) + "\n" for row in rows)
 
 
 def _attr(value: object) -> str:
@@ -192,6 +192,6 @@ def format_gitlab(findings: Sequence[Reported], problems: Sequence[Problem]) -> 
                 },
             }
         )
-    import json
+    from lint_rules.cli.formats import json_text
 
-    return json.dumps(rows, indent=2) + "\n"
+    return json_text(rows, indent=2) + "\n"

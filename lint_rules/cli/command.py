@@ -291,6 +291,7 @@ def run_fix(args: argparse.Namespace, config: Configuration, discovery: Discover
         if outcome.error:
             errors.append((outcome.path, outcome.error))
             tally.remaining.update(outcome.remaining)  # a write that failed left them all
+            tally.refused += 1
             continue
         sys.stdout.write(outcome.diff)
         _report(((outcome.path, note) for note in outcome.notes), "note")
@@ -304,6 +305,7 @@ def run_fix(args: argparse.Namespace, config: Configuration, discovery: Discover
     _report(errors)
     if not args.quiet:
         _note_default_guard(tally.added_imports)
+        tally.errors = len(errors)
         print(tally.summary(verb), file=sys.stderr)
     if errors:
         return EXIT_ERROR
@@ -320,6 +322,11 @@ class FixTally:
         self.changed = self.fixed = self.unchanged = self.unsafe = 0
         self.remaining: Counter[str] = Counter()
         self.added_imports: set[str] = set()
+        self.refused = 0
+        """Files given up on (one error line each, the file untouched): not parsed, a fix that
+        would not verify, a write that failed."""
+        self.errors = 0
+        """Error lines of the run: the refused files and the paths that could not be read."""
 
     def add(self, outcome: Outcome) -> None:
         self.added_imports.update(outcome.added_imports)
@@ -333,9 +340,10 @@ class FixTally:
         """``N fixed, M remaining`` as ruff says it, naming the codes left and why."""
         done = "fixed" if verb == "fixed" else "would be fixed"
         left = sum(self.remaining.values())
+        refused = f", {self.refused} refused" if self.refused else ""
         text = (
             f"{self.fixed} {done}, {left} remaining "
-            f"({_count(self.changed, 'file')} changed, {self.unchanged} unchanged)"
+            f"({_count(self.changed, 'file')} changed, {self.unchanged} unchanged{refused})"
         )
         if left:
             codes = ", ".join(f"{code} x{n}" for code, n in sorted(self.remaining.items()))
@@ -348,6 +356,11 @@ class FixTally:
             )
         if self.remaining.get("TEM004"):
             hints.append("TEM004 has no automatic fix")
+        if self.errors:
+            hints.append(
+                f"{_count(self.errors, 'error')} above"
+                + (": a refused file is left untouched" if self.refused else "")
+            )
         return text + "".join(f"; {hint}" for hint in hints)
 
 

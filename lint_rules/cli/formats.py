@@ -3,7 +3,10 @@
 
 Paths: the text and JSON formats print them as found (as flake8 does); SARIF and GitHub need
 them relative to the repository root (the nearest directory above the current one holding
-``.git``, else the current directory), SARIF through ``uriBaseId: %SRCROOT%``.
+``.git``, else the current directory), SARIF through ``uriBaseId: %SRCROOT%``. A name that is
+not UTF-8 (its bytes read back as lone surrogates) is written lossily in every JSON format, each
+undecodable byte as U+FFFD, as Rust tools such as ruff write such a path (``json_text``);
+SARIF's URIs keep its exact bytes, percent-encoded.
 """
 
 from __future__ import annotations
@@ -234,9 +237,32 @@ def format_json(
     UTF-8 bytes as flake8 counts, ...), and the ``evidence``; ``message`` without the code.
     ``fixable``: ``fix`` as configured applies it. A file that could not be read or parsed is a
     row with ``code: null``."""
+    return json_text(json_rows(findings, problems, applies, url_of), indent=2) + "\n"
+
+
+def json_text(data: Any, **options: Any) -> str:
+    """``json.dumps(data, **options)``, always valid Unicode: a lone surrogate (a file name's
+    undecodable byte, read back by ``os.fsdecode``) in any string or key becomes U+FFFD, which
+    every JSON reader accepts, where ``"\\udce9"`` is refused by the strict ones or read as text
+    that no UTF-8 can encode."""
     import json
 
-    return json.dumps(json_rows(findings, problems, applies, url_of), indent=2) + "\n"
+    text = json.dumps(data, **options)
+    if "\\ud" not in text:  # no surrogate escaped (``\\ud800`` to ``\\udfff``): the usual case
+        return text
+    return json.dumps(_valid_unicode(data), **options)
+
+
+def _valid_unicode(value: Any) -> Any:
+    if isinstance(value, str):
+        import re
+
+        return re.sub("[\ud800-\udfff]", "\ufffd", value)
+    if isinstance(value, dict):
+        return {_valid_unicode(key): _valid_unicode(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_valid_unicode(item) for item in value]
+    return value
 
 
 def repository_root() -> str:
@@ -314,8 +340,6 @@ def format_statistics(
     summaries = rule_summaries()
     ordered = sorted(counts.items(), key=lambda item: (-item[1][0], item[0]))
     if as_json:
-        import json
-
         rows = [
             {
                 "code": code,
@@ -326,7 +350,7 @@ def format_statistics(
             }
             for code, (count, fixable, unresolved) in ordered
         ]
-        return json.dumps(rows, indent=2) + "\n"
+        return json_text(rows, indent=2) + "\n"
     width = max((len(str(c[0])) for _, c in ordered), default=1)
     return "".join(
         f"{count:>{width}}  {code}  {'[*] ' if fixable else ''}{summaries.get(code, code)}"

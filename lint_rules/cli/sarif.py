@@ -237,8 +237,6 @@ def format_sarif(
     """SARIF 2.1.0 for code scanning; regions in characters (``unicodeCodePoints``).
     ``docs_url`` (the ``docs-url`` setting) gives each rule its ``helpUri`` and the tool its
     ``informationUri``; without it both are left out."""
-    import json
-
     from lint_rules.rules import RULES
 
     root = repository_root()
@@ -282,4 +280,6 @@ def format_sarif(
             }
         ],
     }
-    return json.dumps(log, indent=2) + "\n"
+    from lint_rules.cli.formats import json_text
+
+    return json_text(log, indent=2) + "\n"
