@@ -9,7 +9,7 @@ from typing import Any
 
 from lint_rules.cli.options import Configuration
 from lint_rules.cli.progress import Progress
-from lint_rules.cli.running import Job, Outcome, Work, parse_files, shown_path
+from lint_rules.cli.running import Job, Outcome, Pool, Work, shown_path
 
 
 def report(items: Any, kind: str) -> None:
@@ -45,15 +45,17 @@ def judged(
         bars.append(bar(total))
         return bars[-1].advance
 
+    pool = Pool(workers, job.mode == "write")  # one for every project of the run
     try:
-        for outcome in judge.stream(files, work, job, parse_files, workers, progress):
-            if outcome.findings or outcome.diff:
-                for drawn in bars:
-                    drawn.clear()
-            why = judge.alone.get(outcome.path)
-            if why and outcome.findings and not args.quiet:
-                report([(outcome.path, why)], "note")
-            yield outcome
+        with pool:
+            for outcome in judge.stream(files, work, job, pool, workers, progress):
+                if outcome.findings or outcome.diff:
+                    for drawn in bars:
+                        drawn.clear()
+                why = judge.alone.get(outcome.path)
+                if why and outcome.findings and not args.quiet:
+                    report([(outcome.path, why)], "note")
+                yield outcome
     finally:
         for drawn in bars:
             drawn.clear()
