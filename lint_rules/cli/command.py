@@ -84,7 +84,7 @@ def _outcomes(
 
         yield from judged(args, config, work, job, files, cache, lambda n: _progress(args, n))
         return
-    from lint_rules.cli.running import Pool, plan_files, pool_size, run_plan
+    from lint_rules.cli.running import POOL_MIN_BYTES, Pool, plan_files, pool_size, run_plan
 
     progress = _progress(args, len(files))
     # A folder is a project, even with one file in it: nothing else can re-arm its flags.
@@ -93,7 +93,8 @@ def _outcomes(
         job, files, config.settings_of, cache, progress.advance, crossfile, CpuSample.now()
     )
     workers = pool_size(plan, args.jobs)
-    pool = Pool(workers, job.mode == "write")  # forked on the first parse that needs it
+    # forked on the first parse that needs it (any, with --jobs)
+    pool = Pool(workers, job.mode == "write", 0 if args.jobs is not None else POOL_MIN_BYTES)
     if crossfile:
         from lint_rules.analysis.run import run_crossfile
 

@@ -263,7 +263,7 @@ def parse_files(
     if workers <= 1 or len(files) <= 1:
         yield from map(functools.partial(_task, work, job), files)
         return
-    with Pool(workers) as pool:
+    with Pool(workers, min_bytes=0) as pool:
         yield from pool(work, job, files, workers)
 
 
@@ -294,9 +294,12 @@ class Pool:
     each worker has two files queued at most, so that the last files to finish are small;
     outcomes come back in the order of the files. A worker returns only the ``Outcome``."""
 
-    def __init__(self, workers: int, write: bool = False) -> None:
+    def __init__(self, workers: int, write: bool = False, min_bytes: int = POOL_MIN_BYTES) -> None:
         self.workers = max(1, workers)
         self.write = write
+        self.min_bytes = min_bytes
+        """The bytes of one parse below which no worker is forked for it (0 with ``--jobs``:
+        always); once forked, the workers serve every later parse of the run."""
         self._executor: Any = None
         self._reaping: Any = None
 
@@ -338,14 +341,15 @@ class Pool:
         """Each item's outcome, in order (``analysis.run.Parse``)."""
         task = functools.partial(_task, work, job)
         helpers = min(workers, self.workers) - 1
-        if helpers < 1 or len(items) <= 1:
+        sizes = [_size(item[0]) for item in items] if helpers >= 1 else []
+        if len(sizes) <= 1 or (self._executor is None and sum(sizes) < self.min_bytes):
             yield from map(task, items)
             return
         from concurrent.futures import FIRST_COMPLETED, wait
 
         executor = self._start(job.mode == "write")
         remote = functools.partial(_remote_task, work, job)
-        order = sorted(range(len(items)), key=lambda n: -_size(items[n][0]))
+        order = sorted(range(len(items)), key=lambda n: -sizes[n])
         results: dict[int, Outcome] = {}
         running: dict[Any, int] = {}
         dealt = given = 0
