@@ -3,12 +3,14 @@
 The run has two passes. The first reads every file in the main process and applies the core's
 byte prefilter (``analysis.mentions_flag``): a file that never spells the flag is done without
 being parsed, and a file whose result is in the cache (``analysis.store``) is done too. Only
-the rest is parsed, in worker processes when ``--jobs`` allows it and the bytes to parse are
-enough to pay for a pool (``POOL_MIN_BYTES``, measured in benchmarks/README.md), else in this
+the rest is parsed, with worker processes when ``--jobs`` allows it and the bytes to parse are
+enough to pay for them (``POOL_MIN_BYTES``, measured in benchmarks/README.md), else in this
 process. Each file is judged with its project (``analysis.faces``, ``cli.project``).
-Outcomes come back in the order of the files, whatever the number of jobs, one by one as they
-finish, so the text format streams. Each worker returns plain picklable data (``Outcome``);
-libcst is imported only by ``fixing`` (guard strategy), flake8 never.
+The run has one ``Pool``: forked once, after the analysis core is imported, for the first
+parse that needs it, and kept for the later passes of a cross-file run; this process judges
+files too. Outcomes come back in the order of the files, whatever the number of jobs, one by
+one as they finish, so the text format streams. Each worker returns plain picklable data
+(``Outcome``); libcst is imported only by ``fixing`` (guard strategy), flake8 never.
 """
 
 from __future__ import annotations
