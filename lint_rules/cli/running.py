@@ -292,9 +292,10 @@ class Pool:
 
     ``workers`` counts this process: it judges files too (so on two cores one worker is
     forked), and a first analysis it keeps can be judged again without being redone
-    (``analysis.run``). Files are dealt largest first, this process taking the largest, and
-    each worker has two files queued at most, so that the last files to finish are small;
-    outcomes come back in the order of the files. A worker returns only the ``Outcome``."""
+    (``analysis.run``). Files are dealt largest first, so that the last to finish are small:
+    this process takes the largest file left, after handing each worker the next ones (two
+    files, or as many bytes as its own file if that is more); outcomes come back in the order
+    of the files. A worker returns only the ``Outcome``."""
 
     def __init__(self, workers: int, write: bool = False, min_bytes: int = POOL_MIN_BYTES) -> None:
         self.workers = max(1, workers)
@@ -356,16 +357,17 @@ class Pool:
         running: dict[Any, int] = {}
         dealt = given = 0
 
-        def deal() -> None:
+        def deal(ahead: int) -> None:
+            """Keep each worker two files ahead, and as many bytes as this process is about
+            to judge (``ahead``), so that no worker waits for this process to deal again."""
             nonlocal dealt
-            while dealt < len(order) and len(running) < 2 * helpers:
+            while dealt < len(order) and (
+                len(running) < 2 * helpers
+                or sum(sizes[at] for at in running.values()) < helpers * ahead
+            ):
                 running[executor.submit(remote, items[order[dealt]])] = order[dealt]
                 dealt += 1
 
-        mine = order[0]  # this process takes the largest file, the workers the next ones
-        dealt = 1
-        deal()
-        results[mine] = task(items[mine])
         while given < len(items):
             for future in [f for f in running if f.done()]:
                 results[running.pop(future)] = future.result()
@@ -374,12 +376,12 @@ class Pool:
                 given += 1
             if given == len(items):
                 break
-            deal()
-            if dealt < len(order):
-                mine = order[dealt]
+            if dealt < len(order):  # this process takes the largest file left, the workers
+                mine = order[dealt]  # the next ones
                 dealt += 1
+                deal(sizes[mine])
                 results[mine] = task(items[mine])
-            elif running:
+            else:
                 wait(list(running), return_when=FIRST_COMPLETED)
 
 
