@@ -35,11 +35,9 @@ def test_outcomes_come_in_file_order_and_the_largest_file_stays_here(tmp_path: P
     assert [o.path for o in outcomes] == [path for path, _ in items]
     here = str(os.getpid())
     assert outcomes[7].error == here  # the largest: this process, which can keep its analysis
-    # the next two largest were dealt to the worker before this process began
-    assert outcomes[1].error == outcomes[3].error != here
-    worker = outcomes[1].error
+    assert outcomes[1].error != here  # the next: dealt to the worker before this process began
     assert [o.path for o in again] == [path for path, _ in items[:3]]
-    assert again[1].error == here and again[0].error == again[2].error == worker  # the same one
+    assert again[1].error == here and again[2].error == outcomes[1].error  # the same worker
 
 
 def test_no_worker_is_forked_for_little_to_parse(tmp_path: Path) -> None:
@@ -72,3 +70,25 @@ def test_an_exception_ends_the_workers_without_joining(
     for process in processes:
         process.join(30)
         assert not process.is_alive()
+
+
+def _slow_away(
+    job: Job, path: str, settings: Any, source: Any = None, project: Any = None
+) -> Outcome:
+    """A worker is slow (a loaded machine): this process is not."""
+    if os.getpid() != settings:
+        import time
+
+        time.sleep(1.0)
+    return Outcome(path, error=str(os.getpid()))
+
+
+def test_files_queued_for_a_busy_worker_are_taken_back(tmp_path: Path) -> None:
+    here = os.getpid()
+    items = [(path, here) for path, _ in _files(tmp_path, [300, 200, 100])]
+    with Pool(2, min_bytes=0) as pool:
+        outcomes = list(pool(_slow_away, Job(), items, 2))
+    assert [o.path for o in outcomes] == [path for path, _ in items]
+    assert outcomes[0].error == str(here)  # the largest
+    assert outcomes[1].error != str(here)  # the worker's first
+    assert outcomes[2].error == str(here)  # queued behind it: taken back, not waited for

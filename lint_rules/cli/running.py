@@ -295,7 +295,8 @@ class Pool:
     (``analysis.run``). Files are dealt largest first, so that the last to finish are small:
     this process takes the largest file left, after handing each worker the next ones (two
     files, or as many bytes as its own file if that is more); outcomes come back in the order
-    of the files. A worker returns only the ``Outcome``."""
+    of the files; with no file left to deal, this process takes back the files still queued
+    for a busy worker rather than wait. A worker returns only the ``Outcome``."""
 
     def __init__(self, workers: int, write: bool = False, min_bytes: int = POOL_MIN_BYTES) -> None:
         self.workers = max(1, workers)
@@ -381,6 +382,14 @@ class Pool:
                 dealt += 1
                 deal(sizes[mine])
                 results[mine] = task(items[mine])
+            elif len(running) > helpers and job.mode != "write":
+                # nothing left to deal: a file still queued for a busy worker (the last
+                # dealt) is judged here, not waited for; a worker that reaches it judges it
+                # for nothing (never a file that is written)
+                future = next(reversed(running))
+                at = running.pop(future)
+                future.cancel()
+                results[at] = task(items[at])
             else:
                 wait(list(running), return_when=FIRST_COMPLETED)
 
