@@ -285,6 +285,10 @@ PRELOAD = (
 process, not by every worker (a worker then pays from a few hundred KB of source)."""
 
 
+AHEAD = 4
+"""Files queued for each worker at least (those it has not begun are taken back at the end)."""
+
+
 class Pool:
     """The worker processes of one run: started by fork on the first parse that has two
     files or more for them, after the analysis core is imported, and kept for every later
@@ -293,8 +297,8 @@ class Pool:
     ``workers`` counts this process: it judges files too (so on two cores one worker is
     forked), and a first analysis it keeps can be judged again without being redone
     (``analysis.run``). Files are dealt largest first, so that the last to finish are small:
-    this process takes the largest file left, after handing each worker the next ones (two
-    files, or as many bytes as its own file if that is more); outcomes come back in the order
+    this process takes the largest file left, after handing each worker the next ones (``AHEAD``
+    files, or twice the bytes of its own file if that is more); outcomes come back in the order
     of the files; with no file left to deal, this process takes back the files still queued
     for a busy worker rather than wait. A worker returns only the ``Outcome``."""
 
@@ -359,12 +363,13 @@ class Pool:
         dealt = given = 0
 
         def deal(ahead: int) -> None:
-            """Keep each worker two files ahead, and as many bytes as this process is about
-            to judge (``ahead``), so that no worker waits for this process to deal again."""
+            """Keep each worker ``AHEAD`` files ahead, and twice the bytes this process is
+            about to judge (``ahead``), so that no worker waits for this process to deal
+            again (a worker's outcome reaches this process only between its own files)."""
             nonlocal dealt
             while dealt < len(order) and (
-                len(running) < 2 * helpers
-                or sum(sizes[at] for at in running.values()) < helpers * ahead
+                len(running) < AHEAD * helpers
+                or sum(sizes[at] for at in running.values()) < 2 * helpers * ahead
             ):
                 running[executor.submit(remote, items[order[dealt]])] = order[dealt]
                 dealt += 1
