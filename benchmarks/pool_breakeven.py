@@ -4,9 +4,9 @@
     python benchmarks/pool_breakeven.py --files 8,32,128 --repeats 9
 
 Trees of N generated files that all mention ``is_first_microbatch`` (so every file is parsed,
-about 4 KB each) are checked with ``--no-cache --jobs 1`` and ``--jobs N`` (all cores, a pool
-forced), and with the default ``--jobs`` (which starts a pool only above
-``lint_rules.cli.running.POOL_MIN_BYTES``). The break-even is the smallest size where the
+about 4 KB each) are checked with ``--no-cache --jobs 1`` and ``--jobs N`` (all cores: the
+command and N-1 workers, forced), and with the default ``--jobs`` (which forks workers only
+for a parse of ``lint_rules.cli.running.POOL_MIN_BYTES`` or more). The break-even is the smallest size where the
 pool's median beats ``-j1``'s; the default should follow the faster of the two everywhere.
 """
 

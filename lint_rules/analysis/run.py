@@ -51,9 +51,6 @@ from lint_rules.analysis.runindex import (
 MAX_ROUNDS = 8
 """Passes after the first; each follows a chain of subclasses one file further."""
 
-REDO_POOL_MIN = 16
-"""Files analysed again in one pass below which no process pool is started for them."""
-
 KEPT_MAX = 64
 """First-pass analyses kept at most, to be judged again once the run's lifecycle facts are
 known (``rejudge_file``); a file past them is analysed again in full."""
@@ -147,17 +144,14 @@ def run_crossfile(
                 missing[guard] = None if spelled else os.path.normpath(path)
         return missing[guard]
 
-    def analyse(
-        places: list[int], index: Index, first: bool = False, alone: bool = False
-    ) -> Iterator[None]:
+    def analyse(places: list[int], index: Index, first: bool = False) -> Iterator[None]:
         for place in places:  # analysed again in full: a kept first analysis is stale
             _let_go(kept.pop(place, None))
         projects = [project(p, index) for p in places]
-        pool = workers if alone or len(places) >= REDO_POOL_MIN else 1
-        for view in projects:  # in this process, a first analysis can be kept
-            view.keep = first and pool == 1 and REJUDGE
+        for view in projects:  # a first analysis made in this process can be kept
+            view.keep = first and REJUDGE
         items = [(plan.files[p], settings[p], view) for p, view in zip(places, projects)]
-        for place, view, outcome in zip(places, projects, parse(check_file, check, items, pool)):
+        for place, view, outcome in zip(places, projects, parse(check_file, check, items, workers)):
             outcomes[place] = outcome
             if view.kept is not None:
                 if len(kept) < KEPT_MAX and outcome.error is None:
@@ -239,7 +233,7 @@ def run_crossfile(
     waves = [wave for wave in waves if wave]
     for wave in waves:
         index = build_index(outcomes, module_names)
-        for _ in analyse(wave, index, first=True, alone=len(waves) == 1):
+        for _ in analyse(wave, index, first=True):
             while checking and given < len(outcomes) and final(given):
                 yield outcomes[given]  # type: ignore[misc]
                 given += 1

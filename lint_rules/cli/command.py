@@ -84,7 +84,7 @@ def _outcomes(
         yield from judged(args, config, work, job, files, cache, lambda n: _progress(args, n))
         return
     from lint_rules.cli.cpus import CpuSample
-    from lint_rules.cli.running import parse_files, plan_files, pool_size, run_plan
+    from lint_rules.cli.running import POOL_MIN_BYTES, Pool, plan_files, pool_size, run_plan
 
     progress = _progress(args, len(files))
     # A folder is a project, even with one file in it: nothing else can re-arm its flags.
@@ -93,21 +93,22 @@ def _outcomes(
         job, files, config.settings_of, cache, progress.advance, crossfile, CpuSample.now()
     )
     workers = pool_size(plan, args.jobs)
+    # forked on the first parse that needs it (any, with --jobs)
+    pool = Pool(workers, job.mode == "write", 0 if args.jobs is not None else POOL_MIN_BYTES)
     if crossfile:
         from lint_rules.analysis.run import run_crossfile
 
-        stream = run_crossfile(
-            work, job, plan, workers, args.paths, progress.advance, parse=parse_files
-        )
+        stream = run_crossfile(work, job, plan, workers, args.paths, progress.advance, parse=pool)
     else:
-        stream = run_plan(work, job, plan, workers)
+        stream = run_plan(work, job, plan, workers, pool)
     try:
-        for planned, outcome in zip(plan.done, stream):
-            if planned is None and not crossfile:  # parsed now (the others: when read)
-                progress.advance()
-            if outcome.findings or outcome.diff:
-                progress.clear()
-            yield outcome
+        with pool:  # its workers end with the run's last file
+            for planned, outcome in zip(plan.done, stream):
+                if planned is None and not crossfile:  # parsed now (the others: when read)
+                    progress.advance()
+                if outcome.findings or outcome.diff:
+                    progress.clear()
+                yield outcome
     finally:
         progress.clear()
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from lint_rules.cli.options import Configuration
 from lint_rules.cli.progress import Progress
-from lint_rules.cli.running import Job, Outcome, Work, parse_files, shown_path
+from lint_rules.cli.running import POOL_MIN_BYTES, Job, Outcome, Pool, Work, shown_path
 
 
 def report(items: Any, kind: str) -> None:
@@ -45,15 +45,18 @@ def judged(
         bars.append(bar(total))
         return bars[-1].advance
 
+    # one for every project of the run, forked on the first parse that needs it
+    pool = Pool(workers, job.mode == "write", 0 if args.jobs is not None else POOL_MIN_BYTES)
     try:
-        for outcome in judge.stream(files, work, job, parse_files, workers, progress):
-            if outcome.findings or outcome.diff:
-                for drawn in bars:
-                    drawn.clear()
-            why = judge.alone.get(outcome.path)
-            if why and outcome.findings and not args.quiet:
-                report([(outcome.path, why)], "note")
-            yield outcome
+        with pool:
+            for outcome in judge.stream(files, work, job, pool, workers, progress):
+                if outcome.findings or outcome.diff:
+                    for drawn in bars:
+                        drawn.clear()
+                why = judge.alone.get(outcome.path)
+                if why and outcome.findings and not args.quiet:
+                    report([(outcome.path, why)], "note")
+                yield outcome
     finally:
         for drawn in bars:
             drawn.clear()

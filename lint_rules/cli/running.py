@@ -3,12 +3,14 @@
 The run has two passes. The first reads every file in the main process and applies the core's
 byte prefilter (``analysis.mentions_flag``): a file that never spells the flag is done without
 being parsed, and a file whose result is in the cache (``analysis.store``) is done too. Only
-the rest is parsed, in worker processes when ``--jobs`` allows it and the bytes to parse are
-enough to pay for a pool (``POOL_MIN_BYTES``, measured in benchmarks/README.md), else in this
+the rest is parsed, with worker processes when ``--jobs`` allows it and the bytes to parse are
+enough to pay for them (``POOL_MIN_BYTES``, measured in benchmarks/README.md), else in this
 process. Each file is judged with its project (``analysis.faces``, ``cli.project``).
-Outcomes come back in the order of the files, whatever the number of jobs, one by one as they
-finish, so the text format streams. Each worker returns plain picklable data (``Outcome``);
-libcst is imported only by ``fixing`` (guard strategy), flake8 never.
+The run has one ``Pool``: forked once, after the analysis core is imported, for the first
+parse that needs it, and kept for the later passes of a cross-file run; this process judges
+files too. Outcomes come back in the order of the files, whatever the number of jobs, one by
+one as they finish, so the text format streams. Each worker returns plain picklable data
+(``Outcome``); libcst is imported only by ``fixing`` (guard strategy), flake8 never.
 """
 
 from __future__ import annotations
@@ -177,7 +179,7 @@ def _reaped(pool: Any) -> Iterator[None]:
     import threading
 
     def reap() -> None:
-        for process in list(getattr(pool, "_processes", {}).values()):
+        for process in list((getattr(pool, "_processes", None) or {}).values()):
             with contextlib.suppress(Exception):
                 process.terminate()  # SIGTERM: a writing worker finishes its rename first
 
@@ -186,6 +188,8 @@ def _reaped(pool: Any) -> Iterator[None]:
 
     def handler(signum: int, frame: Any) -> None:
         if os.getpid() == owner:
+            global POOL_INTERRUPTED
+            POOL_INTERRUPTED = True  # its workers are gone: nothing to join at exit
             reap()
         old = previous.get(signum, signal.SIG_DFL)
         if callable(old):
@@ -218,29 +222,37 @@ def _task(work: Work, job: Job, item: tuple[Any, ...]) -> Outcome:
     return work(job, item[0], item[1], None, *item[2:])
 
 
+def _remote_task(work: Work, job: Job, item: tuple[Any, ...]) -> Outcome:
+    """``_task`` in a worker: a first analysis it kept (``analysis.Project.keep``) stays in
+    the worker, so it is let go; the run judges that file again in full if it must."""
+    outcome = _task(work, job, item)
+    project: Any = item[2] if len(item) > 2 else None
+    if getattr(project, "kept", None) is not None:
+        project.kept.close()
+        project.kept = None
+    return outcome
+
+
 def pool_size(plan: Plan, jobs: int | None, cpus: int | None = None) -> int:
-    """Workers for the parse pass: ``--jobs`` when given, else the idle cores (``cpus``, or
-    ``default_cpus`` over the first pass), and only when the bytes to parse are enough to pay
-    for a pool. With a pool, the analysis core is imported here, before the workers fork: once,
-    not by every worker of every pool the run starts."""
+    """Workers for the parse pass (this process counts as one): ``--jobs`` when given, else
+    the idle cores (``cpus``, or ``default_cpus`` over the first pass), and only when the
+    bytes to parse are enough to pay for a pool."""
     if len(plan.to_parse) <= 1:
         return 1
     if jobs is not None:
-        workers = min(jobs, len(plan.to_parse))
-    elif plan.bytes_to_parse < POOL_MIN_BYTES:
+        return max(1, min(jobs, len(plan.to_parse)))
+    if plan.bytes_to_parse < POOL_MIN_BYTES:
         return 1
-    else:
-        if cpus is None:
-            cpus = default_cpus(plan.started)
-        workers = max(1, min(cpus, len(plan.to_parse)))
-    if workers > 1:
-        import lint_rules.analysis.core  # noqa: F401
-    return workers
+    if cpus is None:
+        cpus = default_cpus(plan.started)
+    return max(1, min(cpus, len(plan.to_parse)))
 
 
-def run_plan(work: Work, job: Job, plan: Plan, workers: int) -> Iterator[Outcome]:
+def run_plan(
+    work: Work, job: Job, plan: Plan, workers: int, parse: Any = None
+) -> Iterator[Outcome]:
     """Outcomes in the order of the files, each as soon as it and those before it are done."""
-    parsed = parse_files(work, job, plan.to_parse, workers)
+    parsed = (parse or parse_files)(work, job, plan.to_parse, workers)
     for outcome in plan.done:
         yield outcome if outcome is not None else next(parsed)
 
@@ -248,14 +260,147 @@ def run_plan(work: Work, job: Job, plan: Plan, workers: int) -> Iterator[Outcome
 def parse_files(
     work: Work, job: Job, files: Sequence[tuple[Any, ...]], workers: int
 ) -> Iterator[Outcome]:
-    """Each item's outcome, in order: in this process, or in a pool of ``workers``."""
-    task = functools.partial(_task, work, job)
-    if workers <= 1:
-        yield from map(task, files)
+    """Each item's outcome, in order: in this process, or with a pool of ``workers`` (this
+    process among them) that lives for this call only (``Pool``: one for a whole run)."""
+    if workers <= 1 or len(files) <= 1:
+        yield from map(functools.partial(_task, work, job), files)
         return
-    from concurrent.futures import ProcessPoolExecutor
+    with Pool(workers, min_bytes=0) as pool:
+        yield from pool(work, job, files, workers)
 
-    chunksize = max(1, min(16, len(files) // (workers * 8)))
-    init = functools.partial(_worker_init, job.mode == "write", os.getpid())
-    with ProcessPoolExecutor(max_workers=workers, initializer=init) as pool, _reaped(pool):
-        yield from pool.map(task, files, chunksize=chunksize)
+
+PRELOAD = (
+    "lint_rules.analysis.core",
+    "lint_rules.analysis.collector",
+    "lint_rules.analysis.objects",
+    "lint_rules.analysis.project",
+    "lint_rules.analysis.reported",
+    "lint_rules.analysis.runfacts",
+    "lint_rules.analysis.runindex",
+    "lint_rules.cli.fixcount",
+    "lint_rules.fileio",
+    "lint_rules.noqa",
+)
+"""What a worker needs to judge a file, imported before the workers fork: once, in this
+process, not by every worker (a worker then pays from a few hundred KB of source)."""
+
+
+AHEAD = 4
+"""Files queued for each worker at least (those it has not begun are taken back at the end)."""
+
+
+class Pool:
+    """The worker processes of one run: started by fork on the first parse that has two
+    files or more for them, after the analysis core is imported, and kept for every later
+    parse of the run (the cross-file run parses in several passes); ended with the run.
+
+    ``workers`` counts this process: it judges files too (so on two cores one worker is
+    forked), and a first analysis it keeps can be judged again without being redone
+    (``analysis.run``). Files are dealt largest first, so that the last to finish are small:
+    this process takes the largest file left, after handing each worker the next ones (``AHEAD``
+    files, or twice the bytes of its own file if that is more); outcomes come back in the order
+    of the files; with no file left to deal, this process takes back the files still queued
+    for a busy worker rather than wait. A worker returns only the ``Outcome``."""
+
+    def __init__(self, workers: int, write: bool = False, min_bytes: int = POOL_MIN_BYTES) -> None:
+        self.workers = max(1, workers)
+        self.write = write
+        self.min_bytes = min_bytes
+        """The bytes of one parse below which no worker is forked for it (0 with ``--jobs``:
+        always); once forked, the workers serve every later parse of the run."""
+        self._executor: Any = None
+        self._reaping: Any = None
+
+    def __enter__(self) -> Pool:
+        return self
+
+    def __exit__(self, kind: Any, error: Any, trace: Any) -> None:
+        """Join the workers; after an exception (Ctrl-C, a signal, a generator closed
+        early), end them without joining (``_reaped``, ``POOL_INTERRUPTED``)."""
+        if self._executor is None:
+            return
+        executor, reaping = self._executor, self._reaping
+        self._executor = self._reaping = None
+        if kind is None:
+            try:
+                executor.shutdown(wait=True)
+            except BaseException as failure:
+                reaping.__exit__(type(failure), failure, failure.__traceback__)
+                raise
+        reaping.__exit__(kind, error, trace)
+
+    def _start(self, write: bool) -> Any:
+        if self._executor is None:
+            import importlib
+            from concurrent.futures import ProcessPoolExecutor
+
+            for name in PRELOAD:
+                importlib.import_module(name)
+            init = functools.partial(_worker_init, write or self.write, os.getpid())
+            executor = ProcessPoolExecutor(max_workers=self.workers - 1, initializer=init)
+            reaping = _reaped(executor)
+            reaping.__enter__()
+            self._executor, self._reaping = executor, reaping
+        return self._executor
+
+    def __call__(
+        self, work: Work, job: Job, items: Sequence[tuple[Any, ...]], workers: int
+    ) -> Iterator[Outcome]:
+        """Each item's outcome, in order (``analysis.run.Parse``)."""
+        task = functools.partial(_task, work, job)
+        helpers = min(workers, self.workers) - 1
+        sizes = [_size(item[0]) for item in items] if helpers >= 1 else []
+        if len(sizes) <= 1 or (self._executor is None and sum(sizes) < self.min_bytes):
+            yield from map(task, items)
+            return
+        from concurrent.futures import FIRST_COMPLETED, wait
+
+        executor = self._start(job.mode == "write")
+        remote = functools.partial(_remote_task, work, job)
+        order = sorted(range(len(items)), key=lambda n: -sizes[n])
+        results: dict[int, Outcome] = {}
+        running: dict[Any, int] = {}
+        dealt = given = 0
+
+        def deal(ahead: int) -> None:
+            """Keep each worker ``AHEAD`` files ahead, and twice the bytes this process is
+            about to judge (``ahead``), so that no worker waits for this process to deal
+            again (a worker's outcome reaches this process only between its own files)."""
+            nonlocal dealt
+            while dealt < len(order) and (
+                len(running) < AHEAD * helpers
+                or sum(sizes[at] for at in running.values()) < 2 * helpers * ahead
+            ):
+                running[executor.submit(remote, items[order[dealt]])] = order[dealt]
+                dealt += 1
+
+        while given < len(items):
+            for future in [f for f in running if f.done()]:
+                results[running.pop(future)] = future.result()
+            while given in results:
+                yield results.pop(given)
+                given += 1
+            if given == len(items):
+                break
+            if dealt < len(order):  # this process takes the largest file left, the workers
+                mine = order[dealt]  # the next ones
+                dealt += 1
+                deal(sizes[mine])
+                results[mine] = task(items[mine])
+            elif len(running) > helpers and job.mode != "write":
+                # nothing left to deal: a file still queued for a busy worker (the last
+                # dealt) is judged here, not waited for; a worker that reaches it judges it
+                # for nothing (never a file that is written)
+                future = next(reversed(running))
+                at = running.pop(future)
+                future.cancel()
+                results[at] = task(items[at])
+            else:
+                wait(list(running), return_when=FIRST_COMPLETED)
+
+
+def _size(path: str) -> int:
+    try:
+        return os.stat(path).st_size
+    except (OSError, ValueError, TypeError):
+        return 0

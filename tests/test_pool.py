@@ -1,0 +1,94 @@
+"""The run's process pool (``cli.running.Pool``): one per run, this process among its workers,
+files dealt largest first, outcomes in the order of the files, workers ended on an exception."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lint_rules.cli import running
+from lint_rules.cli.running import Job, Outcome, Pool
+
+
+def _whose(job: Job, path: str, settings: Any, source: Any = None, project: Any = None) -> Outcome:
+    """The outcome of a file says which process judged it."""
+    return Outcome(path, error=str(os.getpid()))
+
+
+def _files(folder: Path, sizes: list[int]) -> list[tuple[str, None]]:
+    items = []
+    for index, size in enumerate(sizes):
+        path = folder / f"m{index}.py"
+        path.write_text("#" * size)
+        items.append((str(path), None))
+    return items
+
+
+def test_outcomes_come_in_file_order_and_the_largest_file_stays_here(tmp_path: Path) -> None:
+    items = _files(tmp_path, [10, 500, 20, 400, 30, 300, 40, 1000])
+    with Pool(2, min_bytes=0) as pool:
+        outcomes = list(pool(_whose, Job(), items, 2))
+        again = list(pool(_whose, Job(), items[:3], 2))
+    assert [o.path for o in outcomes] == [path for path, _ in items]
+    here = str(os.getpid())
+    assert outcomes[7].error == here  # the largest: this process, which can keep its analysis
+    assert outcomes[1].error != here  # the next: dealt to the worker before this process began
+    assert [o.path for o in again] == [path for path, _ in items[:3]]
+    assert again[1].error == here and again[2].error == outcomes[1].error  # the same worker
+
+
+def test_no_worker_is_forked_for_little_to_parse(tmp_path: Path) -> None:
+    items = _files(tmp_path, [10, 20, 30])
+    with Pool(2, min_bytes=1000) as pool:
+        outcomes = list(pool(_whose, Job(), items, 2))
+        assert pool._executor is None
+    assert {o.error for o in outcomes} == {str(os.getpid())}
+
+
+def test_one_worker_allowed_means_none_forked(tmp_path: Path) -> None:
+    items = _files(tmp_path, [10, 20, 30])
+    with Pool(2, min_bytes=0) as pool:
+        outcomes = list(pool(_whose, Job(), items, 1))
+        assert pool._executor is None
+    assert {o.error for o in outcomes} == {str(os.getpid())}
+
+
+def test_an_exception_ends_the_workers_without_joining(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(running, "POOL_INTERRUPTED", False)
+    items = _files(tmp_path, [10, 20, 30, 40])
+    pool = Pool(2, min_bytes=0)
+    with pytest.raises(KeyboardInterrupt), pool:
+        list(pool(_whose, Job(), items, 2))
+        processes = list(pool._executor._processes.values())
+        raise KeyboardInterrupt
+    assert running.POOL_INTERRUPTED
+    for process in processes:
+        process.join(30)
+        assert not process.is_alive()
+
+
+def _slow_away(
+    job: Job, path: str, settings: Any, source: Any = None, project: Any = None
+) -> Outcome:
+    """A worker is slow (a loaded machine): this process is not."""
+    if os.getpid() != settings:
+        import time
+
+        time.sleep(1.0)
+    return Outcome(path, error=str(os.getpid()))
+
+
+def test_files_queued_for_a_busy_worker_are_taken_back(tmp_path: Path) -> None:
+    here = os.getpid()
+    items = [(path, here) for path, _ in _files(tmp_path, [300, 200, 100])]
+    with Pool(2, min_bytes=0) as pool:
+        outcomes = list(pool(_slow_away, Job(), items, 2))
+    assert [o.path for o in outcomes] == [path for path, _ in items]
+    assert outcomes[0].error == str(here)  # the largest
+    assert outcomes[1].error != str(here)  # the worker's first
+    assert outcomes[2].error == str(here)  # queued behind it: taken back, not waited for
