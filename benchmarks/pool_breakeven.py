@@ -6,8 +6,9 @@
 Trees of N generated files that all mention ``is_first_microbatch`` (so every file is parsed,
 about 4 KB each) are checked with ``--no-cache --jobs 1`` and ``--jobs N`` (all cores: the
 command and N-1 workers, forced), and with the default ``--jobs`` (which forks workers only
-for a parse of ``lint_rules.cli.running.POOL_MIN_BYTES`` or more). The break-even is the smallest size where the
-pool's median beats ``-j1``'s; the default should follow the faster of the two everywhere.
+for a parse of ``lint_rules.cli.running.POOL_MIN_BYTES`` or more). The break-even is the
+smallest size where the pool's median beats ``-j1``'s; the default should follow the faster of
+the two everywhere.
 """
 
 from __future__ import annotations
