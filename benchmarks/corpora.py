@@ -134,9 +134,20 @@ def download_wheel(
             f"{spec.requirement} is not cached and ${OFFLINE_ENV} forbids downloading it"
         )
     cmd = [
-        sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-        "--disable-pip-version-check", "--retries", "1", "--timeout", f"{socket_timeout:g}",
-        "-d", str(dest), spec.requirement,
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--only-binary=:all:",
+        "--disable-pip-version-check",
+        "--retries",
+        "1",
+        "--timeout",
+        f"{socket_timeout:g}",
+        "-d",
+        str(dest),
+        spec.requirement,
     ]
     if spec.python_version:
         cmd[5:5] = ["--python-version", spec.python_version]

@@ -31,13 +31,17 @@ from benchmarks.run import SHIM, _flake8_env  # noqa: E402
 
 
 def main() -> int:
-    p = argparse.ArgumentParser(description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--corpus", default="megatron-core", choices=list(CORPORA))
     p.add_argument("--pairs", type=int, default=8)
     p.add_argument("--jobs", default="1", help="flake8 --jobs (1: CPU time == work)")
-    p.add_argument("--noop", action="store_true",
-                   help="third arm: plugin installed and called, its run() a no-op")
+    p.add_argument(
+        "--noop",
+        action="store_true",
+        help="third arm: plugin installed and called, its run() a no-op",
+    )
     p.add_argument("--out", type=Path, default=None)
     args = p.parse_args()
     spec = CORPORA[args.corpus]
@@ -48,7 +52,7 @@ def main() -> int:
     names = list(sides) if args.noop else ["with", "without"]
     rows = []
     for i in range(args.pairs):
-        order = names[i % len(names):] + names[: i % len(names)]
+        order = names[i % len(names) :] + names[: i % len(names)]
         if i % 2:
             order.reverse()
         pair = {}
@@ -56,16 +60,25 @@ def main() -> int:
             res = run_timed(base, cwd=root, env=sides[side], timeout=1800)
             pair[side] = (res.wall_s, res.cpu_s, res.rc)
         rows.append(pair)
-        print(f"round {i + 1}: " + " | ".join(
-            f"{side} {pair[side][0]:.3f}s wall {pair[side][1]:.3f}s cpu" for side in names),
-            file=sys.stderr, flush=True)
+        print(
+            f"round {i + 1}: "
+            + " | ".join(
+                f"{side} {pair[side][0]:.3f}s wall {pair[side][1]:.3f}s cpu" for side in names
+            ),
+            file=sys.stderr,
+            flush=True,
+        )
     wall = [r["with"][0] / r["without"][0] - 1 for r in rows]
     cpu = [r["with"][1] / r["without"][1] - 1 for r in rows]
     noop_cpu = [r["noop-run"][1] / r["without"][1] - 1 for r in rows if "noop-run" in r]
     with tempfile.TemporaryDirectory() as tmp:
         record = Path(tmp) / "t.jsonl"
-        res = run_timed(base[:3] + ["--jobs", "1", spec.package_dir], cwd=root,
-                        env=_flake8_env(times=str(record)), timeout=1800)
+        res = run_timed(
+            base[:3] + ["--jobs", "1", spec.package_dir],
+            cwd=root,
+            env=_flake8_env(times=str(record)),
+            timeout=1800,
+        )
         stats = [json.loads(line) for line in record.read_text().splitlines()]
     plugin_s = sum(s["seconds"] for s in stats)
     result = {
@@ -81,17 +94,27 @@ def main() -> int:
         "attribution_flake8_jobs1_wall_s": res.wall_s,
         "attribution_share": plugin_s / res.wall_s,
     }
-    print(f"{spec.key}: flake8 (default selection, --jobs {args.jobs}) with vs without the "
-          f"TEM plugin, {args.pairs} alternating pairs")
-    print(f"- added wall time: median {100 * result['overhead_wall_median']:+.2f}% "
-          f"(quartiles {', '.join(f'{100 * q:+.2f}%' for q in result['overhead_wall_quartiles'])})")
-    print(f"- added CPU time:  median {100 * result['overhead_cpu_median']:+.2f}% "
-          f"(quartiles {', '.join(f'{100 * q:+.2f}%' for q in result['overhead_cpu_quartiles'])})")
+    print(
+        f"{spec.key}: flake8 (default selection, --jobs {args.jobs}) with vs without the "
+        f"TEM plugin, {args.pairs} alternating pairs"
+    )
+    print(
+        f"- added wall time: median {100 * result['overhead_wall_median']:+.2f}% "
+        f"(quartiles {', '.join(f'{100 * q:+.2f}%' for q in result['overhead_wall_quartiles'])})"
+    )
+    print(
+        f"- added CPU time:  median {100 * result['overhead_cpu_median']:+.2f}% "
+        f"(quartiles {', '.join(f'{100 * q:+.2f}%' for q in result['overhead_cpu_quartiles'])})"
+    )
     if noop_cpu:
-        print(f"- installed but run() a no-op, added CPU time: median "
-              f"{100 * statistics.median(noop_cpu):+.2f}%")
-    print(f"- plugin's own time inside flake8 --jobs 1: {plugin_s:.3f}s of {res.wall_s:.2f}s "
-          f"= {100 * result['attribution_share']:.2f}%")
+        print(
+            f"- installed but run() a no-op, added CPU time: median "
+            f"{100 * statistics.median(noop_cpu):+.2f}%"
+        )
+    print(
+        f"- plugin's own time inside flake8 --jobs 1: {plugin_s:.3f}s of {res.wall_s:.2f}s "
+        f"= {100 * result['attribution_share']:.2f}%"
+    )
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")

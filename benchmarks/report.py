@@ -1,6 +1,6 @@
 """Render a results JSON of ``benchmarks/run.py`` as Markdown tables (the README's benchmarks).
 
-    python benchmarks/report.py benchmarks/results/<file>.json
+python benchmarks/report.py benchmarks/results/<file>.json
 """
 
 from __future__ import annotations
@@ -11,10 +11,21 @@ from pathlib import Path
 from typing import Any
 
 REAL_TOOLS = (
-    "check", "check --no-cache", "check -j1", "check -j2", "ruff --select B (cached)",
-    "ruff --select B", "ruff --select F", "grep -rl",
-    "flake8 --select TEM", "flake8 --select F", "flake8 default", "flake8 default -TEMplugin",
-    "flake8 -s E,W,F,C90", "flake8 -s E,W,F,C90,TEM", "torchfix --select ALL",
+    "check",
+    "check --no-cache",
+    "check -j1",
+    "check -j2",
+    "ruff --select B (cached)",
+    "ruff --select B",
+    "ruff --select F",
+    "grep -rl",
+    "flake8 --select TEM",
+    "flake8 --select F",
+    "flake8 default",
+    "flake8 default -TEMplugin",
+    "flake8 -s E,W,F,C90",
+    "flake8 -s E,W,F,C90,TEM",
+    "torchfix --select ALL",
 )
 
 
@@ -41,13 +52,20 @@ def real_table(w: dict[str, Any], ref: str = "check") -> str:
         if not t:
             continue
         ratio = f"{ref_s / t['median_s']:.3g}" if ref_s and t["median_s"] else "-"
-        label = name + (" (run once, earlier run)" if "reused_from" in t else
-                        " (run once)" if name.startswith("torchfix") else "")
+        label = name + (
+            " (run once, earlier run)"
+            if "reused_from" in t
+            else " (run once)"
+            if name.startswith("torchfix")
+            else ""
+        )
         peak = t.get("memory_tree_peak_mb")
         findings = str(t["findings"])
-        out.append(f"| `{label}` | {_s(t['median_s'])} | {_s(t['min_s'])} | "
-                   f"{_s(t['cpu_s_median'])} | {f'{peak:.0f}' if peak else '-'} | {findings} | "
-                   f"{ratio} |")
+        out.append(
+            f"| `{label}` | {_s(t['median_s'])} | {_s(t['min_s'])} | "
+            f"{_s(t['cpu_s_median'])} | {f'{peak:.0f}' if peak else '-'} | {findings} | "
+            f"{ratio} |"
+        )
     return "\n".join(out)
 
 
@@ -87,10 +105,12 @@ def main() -> int:
     args = parser.parse_args()
     data = json.loads(Path(args.results).read_text(encoding="utf-8"))
     meta = data["meta"]
-    print(f"Measured {meta['date_utc']} on {meta['cpu']} x{meta['cores']} cores, Python "
-          f"{meta['python']}, {meta['ruff']}, flake8 {meta['flake8'].split(' (')[0]}; medians "
-          f"of {meta['repeats']} interleaved runs; load average at start "
-          f"{meta['load_avg_at_start'][0]:.2f}, at end {meta.get('load_avg_at_end', [0])[0]:.2f}.")
+    print(
+        f"Measured {meta['date_utc']} on {meta['cpu']} x{meta['cores']} cores, Python "
+        f"{meta['python']}, {meta['ruff']}, flake8 {meta['flake8'].split(' (')[0]}; medians "
+        f"of {meta['repeats']} interleaved runs; load average at start "
+        f"{meta['load_avg_at_start'][0]:.2f}, at end {meta.get('load_avg_at_end', [0])[0]:.2f}."
+    )
     print(f"Command: `{meta['command']}`\n")
     for w in data["workloads"]:
         if w["workload"]["kind"] in ("corpus", "startup"):

@@ -162,8 +162,18 @@ def install_checkout(cache: Path) -> str:
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     _log(f"installing {REPO_ROOT} into {venv} ...")
     subprocess.run(
-        [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-         "--force-reinstall", "--no-deps", str(REPO_ROOT), "pathspec>=0.12"],
+        [
+            str(python),
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--force-reinstall",
+            "--no-deps",
+            str(REPO_ROOT),
+            "pathspec>=0.12",
+        ],
         check=True,
     )
     return str(venv / "bin" / "te-microbatch-lint")
@@ -182,51 +192,107 @@ def make_tools(
     caches = cache / "bench-caches"
 
     def check_argv(*extra: str) -> Callable[[Workload], list[str]]:
-        return lambda w: [check, "check", *w.paths, "--isolated", "--quiet", *extra,
-                          "--format", "json"]
+        return lambda w: [
+            check,
+            "check",
+            *w.paths,
+            "--isolated",
+            "--quiet",
+            *extra,
+            "--format",
+            "json",
+        ]
 
     def ruff_argv(select: str, *extra: str) -> Callable[[Workload], list[str]]:
-        return lambda w: [ruff, "check", "--isolated", *extra, "--no-respect-gitignore",
-                          "--output-format", "concise", "--select", select, *w.paths]
+        return lambda w: [
+            ruff,
+            "check",
+            "--isolated",
+            *extra,
+            "--no-respect-gitignore",
+            "--output-format",
+            "concise",
+            "--select",
+            select,
+            *w.paths,
+        ]
 
     tools = [
         Tool("check", "ours", check_argv("--cache-dir", str(caches / "check")), parse_check_json),
         Tool("check --no-cache", "ours", check_argv("--no-cache"), parse_check_json),
         Tool("check -j1", "ours", check_argv("--no-cache", "--jobs", "1"), parse_check_json),
-        Tool(f"check -j{ncores}", "ours", check_argv("--no-cache", "--jobs", str(ncores)),
-             parse_check_json),
-        Tool("flake8 --select TEM", "flake8",
-             lambda w: [flake8, "--isolated", "--select", "TEM", *w.paths], parse_locations),
-        Tool("flake8 --select F", "flake8",
-             lambda w: [flake8, "--isolated", "--select", "F", *w.paths], parse_locations),
+        Tool(
+            f"check -j{ncores}",
+            "ours",
+            check_argv("--no-cache", "--jobs", str(ncores)),
+            parse_check_json,
+        ),
+        Tool(
+            "flake8 --select TEM",
+            "flake8",
+            lambda w: [flake8, "--isolated", "--select", "TEM", *w.paths],
+            parse_locations,
+        ),
+        Tool(
+            "flake8 --select F",
+            "flake8",
+            lambda w: [flake8, "--isolated", "--select", "F", *w.paths],
+            parse_locations,
+        ),
         # The plugin's added cost: flake8 with its default selection (E,F,W,C90 + extensions),
         # with our plugin installed vs the same flake8 with the plugin's entry point removed.
-        Tool("flake8 default", "flake8",
-             lambda w: [py, str(SHIM), "--isolated", *w.paths], parse_locations,
-             env=_flake8_env()),
-        Tool("flake8 default -TEMplugin", "flake8",
-             lambda w: [py, str(SHIM), "--isolated", *w.paths], parse_locations,
-             env=_flake8_env(without="TEM")),
+        Tool(
+            "flake8 default",
+            "flake8",
+            lambda w: [py, str(SHIM), "--isolated", *w.paths],
+            parse_locations,
+            env=_flake8_env(),
+        ),
+        Tool(
+            "flake8 default -TEMplugin",
+            "flake8",
+            lambda w: [py, str(SHIM), "--isolated", *w.paths],
+            parse_locations,
+            env=_flake8_env(without="TEM"),
+        ),
         # What a naive measurement would compare (both run the plugin: --select only filters).
-        Tool("flake8 -s E,W,F,C90", "flake8",
-             lambda w: [flake8, "--isolated", "--select", "E,W,F,C90", *w.paths],
-             parse_locations),
-        Tool("flake8 -s E,W,F,C90,TEM", "flake8",
-             lambda w: [flake8, "--isolated", "--select", "E,W,F,C90,TEM", *w.paths],
-             parse_locations),
-        Tool("ruff --select B (cached)", "ruff",
-             ruff_argv("B", "--cache-dir", str(caches / "ruff")), parse_locations),
+        Tool(
+            "flake8 -s E,W,F,C90",
+            "flake8",
+            lambda w: [flake8, "--isolated", "--select", "E,W,F,C90", *w.paths],
+            parse_locations,
+        ),
+        Tool(
+            "flake8 -s E,W,F,C90,TEM",
+            "flake8",
+            lambda w: [flake8, "--isolated", "--select", "E,W,F,C90,TEM", *w.paths],
+            parse_locations,
+        ),
+        Tool(
+            "ruff --select B (cached)",
+            "ruff",
+            ruff_argv("B", "--cache-dir", str(caches / "ruff")),
+            parse_locations,
+        ),
         Tool("ruff --select B", "ruff", ruff_argv("B", "--no-cache"), parse_locations),
         Tool("ruff --select F", "ruff", ruff_argv("F", "--no-cache"), parse_locations),
-        Tool("grep -rl", "grep",
-             lambda w: ["grep", "-rl", "--include=*.py", "is_first_microbatch", *w.paths],
-             parse_grep),
+        Tool(
+            "grep -rl",
+            "grep",
+            lambda w: ["grep", "-rl", "--include=*.py", "is_first_microbatch", *w.paths],
+            parse_grep,
+        ),
     ]
     if torchfix:
         tools.append(
-            Tool("torchfix --select ALL", "torchfix",
-                 lambda w: [torchfix, "--select", "ALL", *w.paths], parse_locations,
-                 ok_rcs=(0, 1), repeat=False)
+            Tool(
+                "torchfix --select ALL",
+                "torchfix",
+                lambda w: [torchfix, "--select", "ALL", *w.paths],
+                parse_locations,
+                ok_rcs=(0, 1),
+                repeat=False,
+            )
         )
     return {t.name: t for t in tools}
 
@@ -263,8 +329,15 @@ def corpus_workload(spec: CorpusSpec, cache: Path) -> Workload:
     relevant = sum(1 for text in texts if "is_first_microbatch" in text)
     parsed = sum(1 for text in texts if mentions_flag(text))
     return Workload(
-        name=spec.key, kind="corpus", cwd=root, paths=[spec.package_dir], files=len(files),
-        lines=lines, bytes=size, relevant_files=relevant, version=spec.version,
+        name=spec.key,
+        kind="corpus",
+        cwd=root,
+        paths=[spec.package_dir],
+        files=len(files),
+        lines=lines,
+        bytes=size,
+        relevant_files=relevant,
+        version=spec.version,
         parsed_files=parsed,
     )
 
@@ -276,12 +349,20 @@ def synth_workloads(cache: Path, sizes: list[int], fractions: list[float]) -> li
         root, manifest = synth.ensure_tree(cache, fraction, chunks)
         for size in sizes:
             paths, totals = synth.subset(root, manifest, size)
-            out.append(Workload(
-                name=f"synth {fraction * 100:g}% {size // 1000}k files", kind="synth", cwd=root,
-                paths=paths, files=totals["py_files_generated"], lines=totals["lines"],
-                bytes=totals["bytes"], relevant_files=totals["relevant_files"],
-                fraction=fraction, expected=totals["expected"],
-            ))
+            out.append(
+                Workload(
+                    name=f"synth {fraction * 100:g}% {size // 1000}k files",
+                    kind="synth",
+                    cwd=root,
+                    paths=paths,
+                    files=totals["py_files_generated"],
+                    lines=totals["lines"],
+                    bytes=totals["bytes"],
+                    relevant_files=totals["relevant_files"],
+                    fraction=fraction,
+                    expected=totals["expected"],
+                )
+            )
     return out
 
 
@@ -301,8 +382,14 @@ def ensure_torchfix(cache: Path) -> str:
     print(f"installing TorchFix {TORCHFIX_VERSION} into {venv} ...", flush=True)
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     subprocess.run(
-        [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet",
-         f"torchfix=={TORCHFIX_VERSION}"],
+        [
+            str(venv / "bin" / "python"),
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            f"torchfix=={TORCHFIX_VERSION}",
+        ],
         check=True,
     )
     return str(exe)
@@ -329,8 +416,10 @@ def run_workload(
             if not tool.repeat and results[tool.name].runs:
                 continue
             res = run_timed(tool.argv(workload), cwd=workload.cwd, env=tool.env, timeout=timeout)
-            _log(f"  [{workload.name}] rep {rep + 1}/{repeats} {tool.name:<28} "
-                 f"{res.wall_s:8.3f}s rc={res.rc}")
+            _log(
+                f"  [{workload.name}] rep {rep + 1}/{repeats} {tool.name:<28} "
+                f"{res.wall_s:8.3f}s rc={res.rc}"
+            )
             if res.rc not in tool.ok_rcs:
                 _log(f"    ! {tool.name} exit {res.rc}: {res.stderr.strip()[-400:]}")
             results[tool.name].runs.append(res)
@@ -339,25 +428,36 @@ def run_workload(
             except (ValueError, KeyError, TypeError, AttributeError) as error:
                 _log(f"    ! cannot parse {tool.name} output: {error}")
                 results[tool.name].findings.append([])
-            if tool.family == "ours" and res.rc in (0, 1) and (
-                bool(results[tool.name].findings[-1]) != (res.rc == 1)
+            if (
+                tool.family == "ours"
+                and res.rc in (0, 1)
+                and (bool(results[tool.name].findings[-1]) != (res.rc == 1))
             ):
                 # exit 1 without findings is a crash (a traceback also exits 1), not a result
-                _log(f"    ! {tool.name}: exit {res.rc} with "
-                     f"{len(results[tool.name].findings[-1])} findings: "
-                     f"{res.stderr.strip()[-400:]}")
+                _log(
+                    f"    ! {tool.name}: exit {res.rc} with "
+                    f"{len(results[tool.name].findings[-1])} findings: "
+                    f"{res.stderr.strip()[-400:]}"
+                )
                 res.rc = -2
             # Keep this process small: its RSS is what forked children start from.
             res.stdout, res.stderr = "", res.stderr[-2000:]
     if memory:
         for tool in tools:
             if tool.family == "ours":
-                res = run_timed(tool.argv(workload), cwd=workload.cwd, env=tool.env,
-                                timeout=timeout, sample_memory=True)
+                res = run_timed(
+                    tool.argv(workload),
+                    cwd=workload.cwd,
+                    env=tool.env,
+                    timeout=timeout,
+                    sample_memory=True,
+                )
                 res.stdout, res.stderr = "", res.stderr[-2000:]
                 results[tool.name].memory = res
-                _log(f"  [{workload.name}] memory {tool.name}: tree peak "
-                     f"{res.tree_rss_mb:.1f} MB, largest process {res.maxrss_mb:.1f} MB")
+                _log(
+                    f"  [{workload.name}] memory {tool.name}: tree peak "
+                    f"{res.tree_rss_mb:.1f} MB, largest process {res.maxrss_mb:.1f} MB"
+                )
     return results
 
 
@@ -367,10 +467,15 @@ def plugin_attribution(workload: Workload, timeout: float) -> dict[str, Any]:
         record = Path(tmp) / "times.jsonl"
         res = run_timed(
             [sys.executable, str(SHIM), "--isolated", "--jobs", "1", *workload.paths],
-            cwd=workload.cwd, env=_flake8_env(times=str(record)), timeout=timeout,
+            cwd=workload.cwd,
+            env=_flake8_env(times=str(record)),
+            timeout=timeout,
         )
-        stats = [json.loads(line) for line in record.read_text().splitlines()] if \
-            record.exists() else []
+        stats = (
+            [json.loads(line) for line in record.read_text().splitlines()]
+            if record.exists()
+            else []
+        )
     seconds = sum(s["seconds"] for s in stats)
     calls = sum(s["calls"] for s in stats)
     return {
@@ -426,30 +531,55 @@ def environment(ncores: int, torchfix: str | None, check: str) -> dict[str, Any]
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--repeats", type=int, default=5, help="timed runs per tool (median shown)")
-    p.add_argument("--quick", action="store_true",
-                   help="smoke run: 1 repeat, 1k-file trees, no flake8 default pair")
-    p.add_argument("--sizes", default="1000,2000,5000,10000,20000",
-                   help="synthetic tree sizes in files (multiples of 1000)")
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="smoke run: 1 repeat, 1k-file trees, no flake8 default pair",
+    )
+    p.add_argument(
+        "--sizes",
+        default="1000,2000,5000,10000,20000",
+        help="synthetic tree sizes in files (multiples of 1000)",
+    )
     p.add_argument("--fractions", default="0.01,1", help="share of files mentioning the flag")
     p.add_argument("--corpora", default=",".join(CORPORA), help="real corpora to benchmark")
     p.add_argument("--no-synth", action="store_true")
     p.add_argument("--no-flake8", action="store_true")
-    p.add_argument("--flake8-max-files", type=int, default=1000,
-                   help="run flake8 on synthetic trees up to this many files")
-    p.add_argument("--select-pair", action="store_true",
-                   help="also time flake8 --select E,W,F,C90 vs E,W,F,C90,TEM on megatron-core")
-    p.add_argument("--with-torchfix", action="store_true",
-                   help=f"TorchFix {TORCHFIX_VERSION} on megatron-core, once, in its own venv")
-    p.add_argument("--reuse-torchfix", type=Path, default=None, metavar="RESULTS_JSON",
-                   help="take TorchFix's megatron-core timing from an earlier run's JSON")
+    p.add_argument(
+        "--flake8-max-files",
+        type=int,
+        default=1000,
+        help="run flake8 on synthetic trees up to this many files",
+    )
+    p.add_argument(
+        "--select-pair",
+        action="store_true",
+        help="also time flake8 --select E,W,F,C90 vs E,W,F,C90,TEM on megatron-core",
+    )
+    p.add_argument(
+        "--with-torchfix",
+        action="store_true",
+        help=f"TorchFix {TORCHFIX_VERSION} on megatron-core, once, in its own venv",
+    )
+    p.add_argument(
+        "--reuse-torchfix",
+        type=Path,
+        default=None,
+        metavar="RESULTS_JSON",
+        help="take TorchFix's megatron-core timing from an earlier run's JSON",
+    )
     p.add_argument("--no-memory", action="store_true", help="skip the sampled memory runs")
     p.add_argument(
         "--editable",
         action="store_true",
         help="time this environment's te-microbatch-lint instead of a regular install",
     )
-    p.add_argument("--jobs-max", type=int, default=os.cpu_count() or 1,
-                   help="the N of `check -jN` (default: all cores)")
+    p.add_argument(
+        "--jobs-max",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="the N of `check -jN` (default: all cores)",
+    )
     p.add_argument("--timeout", type=float, default=1200.0, help="per command, seconds")
     p.add_argument(
         "--cache", type=Path, default=None, help="default $TE_LINT_CACHE or the user cache dir"
@@ -493,17 +623,22 @@ def main(argv: list[str] | None = None) -> int:
     meta = environment(ncores, torchfix, check)
     meta["command"] = " ".join([Path(sys.executable).name, *sys.argv])
     meta["repeats"] = args.repeats
-    print(f"# te-microbatch-lint benchmark, {meta['date_utc']}, {meta['cpu']} x{ncores}, "
-          f"Python {meta['python']}, {meta['ruff']}, flake8 {meta['flake8']}")
-    print(f"# medians of {args.repeats} interleaved runs; machine load at start "
-          f"{meta['load_avg_at_start']}")
+    print(
+        f"# te-microbatch-lint benchmark, {meta['date_utc']}, {meta['cpu']} x{ncores}, "
+        f"Python {meta['python']}, {meta['ruff']}, flake8 {meta['flake8']}"
+    )
+    print(
+        f"# medians of {args.repeats} interleaved runs; machine load at start "
+        f"{meta['load_avg_at_start']}"
+    )
     summaries = []
     attribution = None
     for workload in workloads:
         _log(f"== {workload.name} ({workload.files} files, {workload.lines} lines)")
         chosen = tools_for(workload, tools, args)
         biggest_worst = (
-            workload.kind == "synth" and workload.fraction == 1.0
+            workload.kind == "synth"
+            and workload.fraction == 1.0
             and workload.files == max(w.files for w in workloads if w.kind == "synth")
         )
         memory = not args.no_memory and (biggest_worst or workload.kind == "corpus")
@@ -514,7 +649,7 @@ def main(argv: list[str] | None = None) -> int:
         summaries.append(summary)
         print_table(summary, ncores)
         sys.stdout.flush()
-        if (workload.name.startswith("megatron") and not args.no_flake8 and not args.quick):
+        if workload.name.startswith("megatron") and not args.no_flake8 and not args.quick:
             attribution = plugin_attribution(workload, args.timeout)
             summary["plugin_attribution"] = attribution
 
@@ -522,9 +657,13 @@ def main(argv: list[str] | None = None) -> int:
     targets = evaluate_targets(summaries, ncores, attribution)
     print_targets(targets)
     data = {"meta": meta, "targets": targets, "workloads": summaries}
-    out = args.out or (REPO_ROOT / "benchmarks" / "results" /
-                       f"bench-{dt.datetime.now(dt.timezone.utc):%Y%m%dT%H%M%SZ}"
-                       f"{'-quick' if args.quick else ''}.json")
+    out = args.out or (
+        REPO_ROOT
+        / "benchmarks"
+        / "results"
+        / f"bench-{dt.datetime.now(dt.timezone.utc):%Y%m%dT%H%M%SZ}"
+        f"{'-quick' if args.quick else ''}.json"
+    )
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
     print(f"\nwrote {out}")

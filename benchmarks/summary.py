@@ -16,7 +16,9 @@ def reuse_torchfix(summary: dict[str, Any], path: Path) -> None:
             row = old["tools"].get("torchfix --select ALL")
             if row:
                 summary["tools"]["torchfix --select ALL"] = {
-                    **row, "reused_from": str(path), "measured_at": earlier["meta"]["date_utc"]
+                    **row,
+                    "reused_from": str(path),
+                    "measured_at": earlier["meta"]["date_utc"],
                 }
             return
 
@@ -49,15 +51,26 @@ def summarize(workload: Any, runs: dict[str, Any], ncores: int) -> dict[str, Any
             "stable_across_runs": len(distinct) <= 1,
             "memory_tree_peak_mb": tr.memory.tree_rss_mb if tr.memory else None,
             "memory_largest_process_mb": tr.memory.maxrss_mb if tr.memory else None,
-            "stderr_tail": (tr.runs[-1].stderr.strip()[-300:] if tr.runs and
-                            tr.runs[-1].rc not in (0, 1) else ""),
+            "stderr_tail": (
+                tr.runs[-1].stderr.strip()[-300:]
+                if tr.runs and tr.runs[-1].rc not in (0, 1)
+                else ""
+            ),
         }
     ours = [n for n in runs if runs[n].family == "ours"]
     same = None
     if len(ours) >= 2 and all(runs[n].findings for n in ours):
-        same = len({
-            tuple(f) for n in ours for r, f in zip(runs[n].runs, runs[n].findings) if r.rc >= 0
-        }) == 1
+        same = (
+            len(
+                {
+                    tuple(f)
+                    for n in ours
+                    for r, f in zip(runs[n].runs, runs[n].findings)
+                    if r.rc >= 0
+                }
+            )
+            == 1
+        )
     faces = None
     tem = runs.get("flake8 --select TEM")
     if tem and tem.findings and ours and runs[ours[-1]].findings:
@@ -82,11 +95,15 @@ def print_table(summary: dict[str, Any], ncores: int) -> None:
     ref_name = "check"
     ref = tools.get(ref_name, {}).get("median_s")
     print()
-    print(f"## {w['name']}: {w['files']} files, {w['lines']:,} lines, "
-          f"{w['relevant_files']} mention is_first_microbatch, "
-          f"{w.get('parsed_files') or w['relevant_files']} parsed")
-    header = (f"| {'tool':<28} | median s | min s | cpu s | peak MB | findings | stable "
-              f"| {ref_name} / tool |")
+    print(
+        f"## {w['name']}: {w['files']} files, {w['lines']:,} lines, "
+        f"{w['relevant_files']} mention is_first_microbatch, "
+        f"{w.get('parsed_files') or w['relevant_files']} parsed"
+    )
+    header = (
+        f"| {'tool':<28} | median s | min s | cpu s | peak MB | findings | stable "
+        f"| {ref_name} / tool |"
+    )
     print(header)
     print("|" + "|".join("-" * (len(c)) for c in header.split("|")[1:-1]) + "|")
     for name, t in tools.items():
@@ -97,12 +114,16 @@ def print_table(summary: dict[str, Any], ncores: int) -> None:
         findings = "-" if t["findings"] is None else str(t["findings"])
         if t["rcs"] and all(rc not in (0, 1) for rc in t["rcs"]):
             findings = f"error rc={t['rcs'][0]}"
-        print(f"| {name:<28} | {_fmt_s(med):>8} | {_fmt_s(t['min_s']):>5} | "
-              f"{_fmt_s(t['cpu_s_median']):>5} | {rss:>7} | {findings:>8} | "
-              f"{'yes' if t['stable_across_runs'] else 'NO':>6} | {ratio:>16} |")
+        print(
+            f"| {name:<28} | {_fmt_s(med):>8} | {_fmt_s(t['min_s']):>5} | "
+            f"{_fmt_s(t['cpu_s_median']):>5} | {rss:>7} | {findings:>8} | "
+            f"{'yes' if t['stable_across_runs'] else 'NO':>6} | {ratio:>16} |"
+        )
     if summary["check_identical_across_jobs_and_runs"] is not None:
-        print(f"check findings identical across --jobs and runs: "
-              f"{summary['check_identical_across_jobs_and_runs']}")
+        print(
+            f"check findings identical across --jobs and runs: "
+            f"{summary['check_identical_across_jobs_and_runs']}"
+        )
     if summary["flake8_plugin_matches_check"] is not None:
         print(f"flake8 plugin findings == check findings: {summary['flake8_plugin_matches_check']}")
     if w.get("expected"):

@@ -78,9 +78,7 @@ def _header(rng: random.Random, te: bool, te_style: int) -> list[str]:
 
 def _dataclass_block(rng: random.Random) -> list[str]:
     name = _camel(rng) + "Config"
-    fields = [
-        f"    {_ident(rng)}: int = {rng.randint(1, 4096)}" for _ in range(rng.randint(3, 7))
-    ]
+    fields = [f"    {_ident(rng)}: int = {rng.randint(1, 4096)}" for _ in range(rng.randint(3, 7))]
     return [
         "@dataclass",
         f"class {name}:",
@@ -114,7 +112,7 @@ def _function_block(rng: random.Random) -> list[str]:
         f"            {acc} -= item / (index + 1)",
         f'    out["mean"] = {acc} / max(len({arg}), 1)',
         f'    out["max"] = float(max({arg}, default=0))',
-        f'    evens = [x for x in {arg} if x % 2 == 0]',
+        f"    evens = [x for x in {arg} if x % 2 == 0]",
         '    out["evens"] = float(len(evens))',
         f'    logger.debug("%s: %d items", "{fn}", len({arg}))',
         "    return out",
@@ -285,7 +283,9 @@ def ensure_tree(cache: Path, fraction: float, chunks: int, seed: int = 0) -> tup
                 relevant = _relevant(index, fraction)
                 text, found = generate_file(index, relevant, seed)
                 path = (
-                    tmp / f"chunk_{chunk:02d}" / f"pkg_{local // FILES_PER_PKG}"
+                    tmp
+                    / f"chunk_{chunk:02d}"
+                    / f"pkg_{local // FILES_PER_PKG}"
                     / f"mod_{local % FILES_PER_PKG:03d}.py"
                 )
                 path.parent.mkdir(parents=True, exist_ok=True)

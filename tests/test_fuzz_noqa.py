@@ -108,7 +108,7 @@ def check_add_noqa(source: str) -> None:
 REVIEW = (
     "import transformer_engine.pytorch as te\n\n\nclass B:\n    def __init__(self):\n"
     "        self.fc = te.Linear(4, 4)\n        self.flag = True\n\n    def forward(self, x):\n"
-    "        return f\"\"\"{self.fc(x, is_first_microbatch=self.flag,\n        )}\"\"\"\n"
+    '        return f"""{self.fc(x, is_first_microbatch=self.flag,\n        )}"""\n'
 )
 
 

@@ -49,9 +49,7 @@ def test_a_save_while_the_copy_is_synced_is_kept(
     assert "changed on disk since it was read" in capsys.readouterr().err
 
 
-NEEDS_SWAP = pytest.mark.skipif(
-    not swap._exchange_supported(), reason="needs renameat2 (Linux)"
-)
+NEEDS_SWAP = pytest.mark.skipif(not swap._exchange_supported(), reason="needs renameat2 (Linux)")
 
 
 def at_the_swap(monkeypatch: pytest.MonkeyPatch, *actions: object) -> list[str]:
