@@ -29,12 +29,12 @@ TIERS_END = "<!-- END GENERATED TIERS -->"
 TARGETS = {"docs/rules.md": "rules", "docs/config.md": "options", "README.md": "readme,tiers"}
 """Each file with generated blocks, and their kinds (comma-separated)."""
 
-TIERS_COST = "cost on 2 cores (2026-12-03, load average stated)"
+TIERS_COST = "cost on 2 cores (2026-12-03/04, load average stated)"
 TIERS = (
     (
         'python -m pytest -m "not slow"',
         "the quick tier, while you work",
-        "119 s CPU, 116 s wall (load 1.9)",
+        "121-135 s wall (2026-12-04, load 1-2)",
     ),
     (
         "python -m pytest",
@@ -44,7 +44,7 @@ TIERS = (
     (
         "python -m pytest --long",
         "every test, as CI runs them",
-        "515 s wall in a fresh clone's `.ci/run` (load 1-2)",
+        "431 s of tests, 518 s for a fresh clone's whole `.ci/run` (2026-12-04, alone)",
     ),
 )
 """README's test tiers: (command, what it runs, what it costs). Measured figures go here, with
