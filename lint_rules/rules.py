@@ -22,7 +22,8 @@ the callee could not be resolved) and shortens an overlong spelling to fit. Plac
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+
+from lint_rules.slotted import Frozen
 
 __all__ = [
     "DEFAULT_GUARD_CONFIG",
@@ -53,9 +54,19 @@ DOCS_URL = "https://example.invalid/te-microbatch-lint/blob/main/docs/rules.md"
 """Where docs/rules.md is published (SARIF ``helpUri``); anchors are ``#tem001-NAME``."""
 
 
-@dataclass(frozen=True)
-class Rule:
+class Rule(Frozen):
     """One rule, as every face and every doc describes it."""
+
+    __slots__ = (
+        "code",
+        "name",
+        "summary",
+        "message",
+        "fix",
+        "fix_title",
+        "text",
+        "unresolved_message",
+    )
 
     code: str
     name: str
@@ -70,9 +81,22 @@ class Rule:
     text: str
     """``explanation`` as written here: ``{lookalikes}``, ``{release_table}`` and ``{newest}``
     stand for TE's tables (``te``), read only when an explanation is."""
-    unresolved_message: str = ""
+    unresolved_message: str
     """The template for an unresolved callee (a CUDA-graphed callable, for one, needs a bool, so
     the advice is conditional); empty when the rule only reports resolved callees."""
+
+    def __init__(
+        self,
+        code: str,
+        name: str,
+        summary: str,
+        message: str,
+        fix: str,
+        fix_title: str,
+        text: str,
+        unresolved_message: str = "",
+    ) -> None:
+        self._fill(locals())
 
     @property
     def explanation(self) -> str:

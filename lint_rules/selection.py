@@ -20,8 +20,9 @@ import os
 import re
 import sys
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
+
+from lint_rules.slotted import Frozen
 
 TYPE_CHECKING = False  # `typing` is not imported at run time (start-up)
 if TYPE_CHECKING:
@@ -35,15 +36,26 @@ def matches(code: str, prefixes: Iterable[str]) -> bool:
     return "ALL" in prefixes or code.startswith(prefixes)
 
 
-@dataclass(frozen=True)
-class Layer:
+class Layer(Frozen):
     """One layer's selection keys (``select`` None: the layer does not set it)."""
 
+    __slots__ = ("source", "select", "extend_select", "ignore", "extend_ignore")
+
     source: str
-    select: tuple[str, ...] | None = None
-    extend_select: tuple[str, ...] = ()
-    ignore: tuple[str, ...] = ()
-    extend_ignore: tuple[str, ...] = ()
+    select: tuple[str, ...] | None
+    extend_select: tuple[str, ...]
+    ignore: tuple[str, ...]
+    extend_ignore: tuple[str, ...]
+
+    def __init__(
+        self,
+        source: str,
+        select: tuple[str, ...] | None = None,
+        extend_select: tuple[str, ...] = (),
+        ignore: tuple[str, ...] = (),
+        extend_ignore: tuple[str, ...] = (),
+    ) -> None:
+        self._fill(locals())
 
     @classmethod
     def of(cls, source: str, values: dict[str, Any]) -> Layer:

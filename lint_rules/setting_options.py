@@ -5,8 +5,6 @@
 
 from __future__ import annotations
 
-import ast
-
 from lint_rules.rules import (
     DEFAULT_GUARD_CONFIG,
     DEFAULT_GUARD_FUNCTIONS,
@@ -79,6 +77,8 @@ def guard_config_problem(value: object) -> str | None:
     """Why ``value`` is not a Python expression the guard call can take, or None."""
     if not isinstance(value, str) or not value.strip() or "\n" in value or "\r" in value:
         return f"guard-config must be a one-line Python expression, not {value!r}"
+    import ast  # only for a guard-config that is not the default (start-up)
+
     alone: ast.expr | None
     call: ast.expr | None
     try:  # one expression, and the same one once written into `guard(CONFIG)`

@@ -18,7 +18,6 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from lint_rules.rules import (
@@ -43,48 +42,106 @@ from lint_rules.setting_options import (  # noqa: F401 - re-exported: the table 
     guard_import_problem,
     split_list,
 )
+from lint_rules.slotted import Frozen, replace
 
 TYPE_CHECKING = False  # `typing` is not imported at run time (start-up)
 if TYPE_CHECKING:
     from typing import Any, Callable
 
 
-@dataclass(frozen=True)
-class Settings:
+class Settings(Frozen):
     """What the analysis, the fixer and the faces need to know about the user's project."""
 
-    guard_functions: tuple[str, ...] = DEFAULT_GUARD_FUNCTIONS
-    tracked_functions: tuple[str, ...] = ()
-    import_helpers: tuple[str, ...] = DEFAULT_IMPORT_HELPERS
-    unresolved: str = "ignore"
-    te_version: str = ""
+    __slots__ = (
+        "guard_functions",
+        "tracked_functions",
+        "import_helpers",
+        "unresolved",
+        "te_version",
+        "fix_strategy",
+        "guard_import",
+        "guard_config",
+        "unsafe_fixes",
+        "exclude",
+        "extend_exclude",
+        "project_root",
+        "select",
+        "extend_select",
+        "ignore",
+        "extend_ignore",
+        "per_file_ignores",
+        "extend_per_file_ignores",
+        "docs_url",
+        "file_ignored",
+        "config_file",
+        "enabled",
+        "sources",
+    )
+    _uncompared = frozenset({"config_file", "sources"})
+    """Not in ``==`` or the hash: where the values came from."""
+
+    guard_functions: tuple[str, ...]
+    tracked_functions: tuple[str, ...]
+    import_helpers: tuple[str, ...]
+    unresolved: str
+    te_version: str
     """The TE release (``te-version``); ``""``: inferred per file (``te_release``)."""
-    fix_strategy: str = "none"
-    guard_import: str = DEFAULT_GUARD_IMPORT
-    guard_config: str = DEFAULT_GUARD_CONFIG
-    unsafe_fixes: bool = False
-    exclude: tuple[str, ...] = ()
-    extend_exclude: tuple[str, ...] = ()
-    project_root: str = ""
-    select: tuple[str, ...] = ()
-    extend_select: tuple[str, ...] = ()
-    ignore: tuple[str, ...] = ()
-    extend_ignore: tuple[str, ...] = ()
-    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
-    extend_per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
-    docs_url: str = ""
-    file_ignored: frozenset[str] = frozenset()
+    fix_strategy: str
+    guard_import: str
+    guard_config: str
+    unsafe_fixes: bool
+    exclude: tuple[str, ...]
+    extend_exclude: tuple[str, ...]
+    project_root: str
+    select: tuple[str, ...]
+    extend_select: tuple[str, ...]
+    ignore: tuple[str, ...]
+    extend_ignore: tuple[str, ...]
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...]
+    extend_per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...]
+    docs_url: str
+    file_ignored: frozenset[str]
     """The codes ``per-file-ignores`` leave out in the one file these settings were asked for
     (``ConfigResolver.settings_for``; ``selection.per_file_ignored``)."""
-    config_file: str | None = field(default=None, compare=False)
+    config_file: str | None
     """The ``pyproject.toml`` these came from (its directory anchors ``exclude``), or None."""
-    enabled: frozenset[str] | None = None
+    enabled: frozenset[str] | None
     """The codes reported, once every layer is applied (``selection``); None: from this
     object's own ``select``/``ignore`` keys alone."""
-    sources: tuple[tuple[str, str], ...] = field(default=(), compare=False)
+    sources: tuple[tuple[str, str], ...]
     """``(key, where it was set)`` for each key not at its default (``--show-settings``)."""
 
-    def __post_init__(self) -> None:
+    def __init__(
+        self,
+        guard_functions: tuple[str, ...] = DEFAULT_GUARD_FUNCTIONS,
+        tracked_functions: tuple[str, ...] = (),
+        import_helpers: tuple[str, ...] = DEFAULT_IMPORT_HELPERS,
+        unresolved: str = "ignore",
+        te_version: str = "",
+        fix_strategy: str = "none",
+        guard_import: str = DEFAULT_GUARD_IMPORT,
+        guard_config: str = DEFAULT_GUARD_CONFIG,
+        unsafe_fixes: bool = False,
+        exclude: tuple[str, ...] = (),
+        extend_exclude: tuple[str, ...] = (),
+        project_root: str = "",
+        select: tuple[str, ...] = (),
+        extend_select: tuple[str, ...] = (),
+        ignore: tuple[str, ...] = (),
+        extend_ignore: tuple[str, ...] = (),
+        per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = (),
+        extend_per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = (),
+        docs_url: str = "",
+        file_ignored: frozenset[str] = frozenset(),
+        config_file: str | None = None,
+        enabled: frozenset[str] | None = None,
+        sources: tuple[tuple[str, str], ...] = (),
+    ) -> None:
+        self._fill(locals())
+        self._check()
+
+    def _check(self) -> None:
+        """Each option's check, on the values not at their default."""
         for option in OPTIONS:
             value = getattr(self, option.field)
             if not isinstance(value, str) and isinstance(value, list):

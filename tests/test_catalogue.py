@@ -14,7 +14,7 @@ import re
 import subprocess
 import sys
 from collections import defaultdict
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from unittest import mock
 
@@ -32,6 +32,7 @@ from lint_rules.fixing import fix_source
 from lint_rules.noqa import filter_noqa
 from lint_rules.rules import FIXABLE_CODES, FLAG, MESSAGES
 from lint_rules.settings import DEFAULT_SETTINGS, Settings, load_settings
+from lint_rules.slotted import replace
 
 ROOT = Path(__file__).resolve().parent.parent
 CATALOGUE = ROOT / "fixtures" / "catalogue"

@@ -7,7 +7,6 @@ from __future__ import annotations
 import io
 import re
 from collections import Counter
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -18,6 +17,7 @@ from pyflakes.reporter import Reporter
 from lint_rules.analysis import analyze_source
 from lint_rules.fixing import fix_source
 from lint_rules.settings import DEFAULT_SETTINGS
+from lint_rules.slotted import replace
 
 CATALOGUE = Path(__file__).resolve().parent.parent / "fixtures" / "catalogue"
 OUTPUTS = sorted(p for ext in ("fixed", "guard", "unsafe") for p in CATALOGUE.glob(f"*.{ext}"))

@@ -8,7 +8,6 @@ the whole-file expectations; these tests pin the pieces a face reports.
 from __future__ import annotations
 
 import tokenize
-from dataclasses import replace
 from io import StringIO
 
 import pytest
@@ -17,6 +16,7 @@ from lint_rules import fixing
 from lint_rules.findings import Edit, Finding, Fix
 from lint_rules.fixing import fix_source, keep_comments
 from lint_rules.settings import DEFAULT_SETTINGS
+from lint_rules.slotted import replace
 
 HEADER = (
     "import transformer_engine.pytorch as te\n\n\n"

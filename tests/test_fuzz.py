@@ -20,7 +20,7 @@ import io
 import re
 import tokenize
 from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import hypothesmith
 import pytest
@@ -31,6 +31,7 @@ from hypothesis import strategies as st
 from lint_rules import analysis, fixing, noqa
 from lint_rules.findings import Finding
 from lint_rules.settings import DEFAULT_SETTINGS, Settings
+from lint_rules.slotted import replace
 
 pytestmark = [  # hypothesmith's own compile() check warns about odd generated code
     pytest.mark.filterwarnings("ignore::SyntaxWarning"),

@@ -5,7 +5,6 @@ new pyflakes warning, and never empties a block."""
 from __future__ import annotations
 
 import io
-from dataclasses import replace
 
 import pytest
 from pyflakes.api import check
@@ -13,6 +12,7 @@ from pyflakes.reporter import Reporter
 
 from lint_rules.fixing import fix_source
 from lint_rules.settings import DEFAULT_SETTINGS
+from lint_rules.slotted import replace
 
 HEAD = (
     "import contextlib\n\nimport transformer_engine.pytorch as te\n\n\nclass B:\n"

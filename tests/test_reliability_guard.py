@@ -10,7 +10,6 @@ imports and the first block of imports, never above a shebang or coding cookie; 
 from __future__ import annotations
 
 import ast
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -18,6 +17,7 @@ import pytest
 from lint_rules.cli import main
 from lint_rules.fixing import FixError, fix_source
 from lint_rules.settings import DEFAULT_SETTINGS
+from lint_rules.slotted import replace
 
 GUARD = replace(DEFAULT_SETTINGS, fix_strategy="guard")
 IMPORT = "from megatron.core.transformer.module import is_first_microbatch_tracked"

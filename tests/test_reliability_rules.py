@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 from lint_rules.cli import main
 from lint_rules.fixing import fix_source
 from lint_rules.settings import DEFAULT_SETTINGS
+from lint_rules.slotted import replace
 
 CR_MODULE = (
     "import transformer_engine.pytorch as te\n\n\nclass B:\n    def __init__(self):\n"

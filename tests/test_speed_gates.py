@@ -159,6 +159,7 @@ def test_a_check_that_writes_nothing_loads_no_writer(tmp_path: Path) -> None:
         not {"lint_rules.analysis.store", "lint_rules.analysis.core", "lint_rules.fileio"} & modules
     )
     assert not {"tempfile", "random"} & modules
+    assert not {"dataclasses", "inspect", "ast", "typing"} & modules  # start-up: issue 32
     cache = str(tmp_path / "cache")
     _, modules = _modules_after(tmp_path / "empty", "check", "--cache-dir", cache, ".")
     assert not {"lint_rules.analysis.core", "lint_rules.fileio", "tempfile"} & modules

@@ -184,12 +184,12 @@ def _settings_key(settings: Settings, disable_noqa: bool) -> bytes:
     known = _SETTINGS_KEYS.get((id(settings), disable_noqa))
     if known is not None and known[0] is settings:
         return known[1]
-    from dataclasses import fields
+    from lint_rules.slotted import field_names
 
     values = [
-        (f.name, getattr(settings, f.name))
-        for f in fields(settings)
-        if f.name not in NOT_IN_CACHE_KEY
+        (name, getattr(settings, name))
+        for name in field_names(settings)
+        if name not in NOT_IN_CACHE_KEY
     ]
     key = repr((values, disable_noqa)).encode("utf-8", "backslashreplace")
     _SETTINGS_KEYS[(id(settings), disable_noqa)] = (settings, key)

@@ -17,10 +17,10 @@ import errno
 import fnmatch
 import os
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from lint_rules.settings import ancestors
+from lint_rules.slotted import Frozen, Record
 
 TYPE_CHECKING = False  # `typing` is not imported at run time (start-up)
 if TYPE_CHECKING:
@@ -33,8 +33,7 @@ IGNORE_FILES = (".ignore", ".gitignore")
 """Read in each directory walked; the first listed wins when both match."""
 
 
-@dataclass(frozen=True)
-class ExcludePattern:
+class ExcludePattern(Frozen):
     """A glob and the directory it is relative to (the config file's, or the cwd for a flag).
 
     Like flake8: a pattern matches a file or directory by its name, or by its whole path once a
@@ -42,8 +41,13 @@ class ExcludePattern:
     excludes ``<project>/fixtures/...`` wherever the command runs from).
     """
 
+    __slots__ = ("glob", "anchor")
+
     glob: str
     anchor: str
+
+    def __init__(self, glob: str, anchor: str) -> None:
+        self._fill(locals())
 
     @property
     def absolute(self) -> str | None:
@@ -99,10 +103,14 @@ def _skipped_dir(name: str) -> bool:
 # ------------------------------------------------------------------------------- ignore files
 
 
-@dataclass(frozen=True)
-class _IgnoreFile:
+class _IgnoreFile(Frozen):
+    __slots__ = ("base", "spec")
+
     base: str  # absolute directory the patterns are relative to
     spec: Any  # pathspec.GitIgnoreSpec
+
+    def __init__(self, base: str, spec: Any) -> None:
+        self._fill(locals())
 
 
 def _read_ignore(path: str, base: str) -> _IgnoreFile | None:
@@ -201,13 +209,22 @@ def _ignored_from_above(path: str, is_dir: bool) -> bool:
 # ---------------------------------------------------------------------------------- discovery
 
 
-@dataclass
-class Discovery:
+class Discovery(Record):
     """The files to process, in output order; the paths that could not be explored; notes."""
+
+    __slots__ = ("files", "errors", "notes")
 
     files: list[str]
     errors: list[tuple[str, str]]
-    notes: list[tuple[str, str]] = field(default_factory=list)
+    notes: list[tuple[str, str]]
+
+    def __init__(
+        self,
+        files: list[str],
+        errors: list[tuple[str, str]],
+        notes: list[tuple[str, str]] | None = None,
+    ) -> None:
+        self._fill({"files": files, "errors": errors, "notes": [] if notes is None else notes})
 
 
 def discover(

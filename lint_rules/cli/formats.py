@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
+
+from lint_rules.slotted import Frozen
 
 TYPE_CHECKING = False  # ``running`` (the per-file machinery) is not loaded for its type
 if TYPE_CHECKING:
@@ -25,14 +26,20 @@ if TYPE_CHECKING:
 PROG = "te-microbatch-lint"
 
 
-@dataclass(frozen=True)
-class Problem:
+class Problem(Frozen):
     """A path that could not be read, parsed or explored, with the reason (and where)."""
+
+    __slots__ = ("path", "reason", "line", "column")
 
     path: str
     reason: str
-    line: int | None = None
-    column: int | None = None
+    line: int | None
+    column: int | None
+
+    def __init__(
+        self, path: str, reason: str, line: int | None = None, column: int | None = None
+    ) -> None:
+        self._fill(locals())
 
 
 FORMATS = (
@@ -54,11 +61,15 @@ it; ``concise``: one line per finding, the evidence in brackets (byte for byte f
 (``ciformats``)."""
 
 
-@dataclass(frozen=True)
-class Style:
+class Style(Frozen):
     """How text is painted: nothing (a pipe, ``NO_COLOR``) or ANSI colours (a terminal)."""
 
-    colour: bool = False
+    __slots__ = ("colour",)
+
+    colour: bool
+
+    def __init__(self, colour: bool = False) -> None:
+        self._fill(locals())
 
     def paint(self, text: str, code: str) -> str:
         return f"\x1b[{code}m{text}\x1b[0m" if self.colour and text else text

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import os
-from dataclasses import dataclass
 
 from lint_rules import __version__
 from lint_rules.cli.discovery import ExcludePattern
@@ -16,6 +15,7 @@ from lint_rules.settings import (
     Settings,
     split_list,
 )
+from lint_rules.slotted import Frozen
 
 TYPE_CHECKING = False  # `typing` is not imported at run time (start-up)
 if TYPE_CHECKING:
@@ -296,14 +296,23 @@ def _selection_flags(parser: argparse.ArgumentParser, verb: str) -> None:
     )
 
 
-@dataclass(frozen=True)
-class Configuration:
+class Configuration(Frozen):
     """The settings of each file (``resolver``) and the excludes of each path (``excludes``)."""
+
+    __slots__ = ("resolver", "flag_excludes", "replace_excludes")
 
     resolver: ConfigResolver
     flag_excludes: tuple[ExcludePattern, ...]
-    replace_excludes: bool = False
+    replace_excludes: bool
     """``--exclude`` was given: it replaces the configured ``exclude``."""
+
+    def __init__(
+        self,
+        resolver: ConfigResolver,
+        flag_excludes: tuple[ExcludePattern, ...],
+        replace_excludes: bool = False,
+    ) -> None:
+        self._fill(locals())
 
     def excludes(self, path: str, is_dir: bool = False) -> tuple[ExcludePattern, ...]:
         """``--exclude`` globs, then the ``exclude`` of the configuration that governs ``path``

@@ -1,0 +1,94 @@
+"""Records with ``__slots__``: what the start-up path uses of a (frozen) dataclass.
+
+Importing ``dataclasses`` imports ``inspect`` (and with it ``ast``, ``dis`` and ``tokenize``):
+about a fifth of the instructions of ``check`` on an empty folder. So the classes built before
+any file is analysed (``Settings``, ``Rule``, ``Layer``, ``Configuration``, the discovery and
+output records) derive from ``Record`` or ``Frozen`` instead. Each one lists its fields in
+``__slots__`` (in the order of its constructor) and writes its ``__init__``, whose signature is
+the type checker's, starting with ``self._fill(locals())``.
+
+Behaviour kept from the dataclass each replaces: ``repr`` (field by field, by qualified name),
+``==`` on the same class over the compared fields (``_uncompared`` names the others), and for
+``Frozen`` a hash over the same fields and no assignment after ``__init__`` (an
+``AttributeError``); pickling and ``copy`` (``__getstate__``/``__setstate__``); ``replace`` and
+``field_names`` for ``dataclasses.replace`` and ``dataclasses.fields``.
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False  # `typing` is not imported at run time (start-up)
+if TYPE_CHECKING:
+    from typing import Any, TypeVar
+
+    R = TypeVar("R", bound="Record")
+
+
+class FrozenRecordError(AttributeError):
+    """A field of a ``Frozen`` record assigned or deleted (``dataclasses.FrozenInstanceError``)."""
+
+
+class Record:
+    """Slotted fields with a dataclass's ``repr``, ``==`` and pickling (no hash: mutable)."""
+
+    __slots__: tuple[str, ...] = ()
+    _uncompared: frozenset[str] = frozenset()
+    """Fields left out of ``==`` and the hash (a dataclass's ``field(compare=False)``)."""
+    _compared: tuple[str, ...] = ()
+
+    def __init_subclass__(cls) -> None:
+        super().__init_subclass__()
+        cls._compared = tuple(n for n in cls.__slots__ if n not in cls._uncompared)
+
+    def _fill(self, values: dict[str, Any]) -> None:
+        """Set every field from ``values`` (the ``locals()`` of ``__init__``)."""
+        for name in type(self).__slots__:
+            object.__setattr__(self, name, values[name])
+
+    def _key(self) -> tuple[Any, ...]:
+        return tuple([getattr(self, name) for name in self._compared])
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in type(self).__slots__)
+        return f"{type(self).__qualname__}({shown})"
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return self._key() == other._key()  # type: ignore[attr-defined, no-any-return]
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as a dataclass with eq
+
+    def __getstate__(self) -> list[Any]:
+        return [getattr(self, name) for name in type(self).__slots__]
+
+    def __setstate__(self, state: list[Any]) -> None:
+        for name, value in zip(type(self).__slots__, state):
+            object.__setattr__(self, name, value)
+
+
+class Frozen(Record):
+    """A ``Record`` whose fields are not assigned after ``__init__``, hashed by their values."""
+
+    __slots__ = ()
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise FrozenRecordError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise FrozenRecordError(f"cannot delete field {name!r}")
+
+    def __hash__(self) -> int:  # type: ignore[override]
+        return hash(self._key())
+
+
+def field_names(record: Record | type[Record]) -> tuple[str, ...]:
+    """The fields of ``record``, in the order of its constructor (``dataclasses.fields``)."""
+    kind = record if isinstance(record, type) else type(record)
+    return kind.__slots__
+
+
+def replace(record: R, **changes: Any) -> R:
+    """A copy of ``record`` with ``changes``, through ``__init__`` so that its checks run
+    (``dataclasses.replace``); a name that is not a field is a ``TypeError``."""
+    values = {name: getattr(record, name) for name in type(record).__slots__}
+    return type(record)(**{**values, **changes})

@@ -1,0 +1,98 @@
+"""The records built before any file is analysed (``lint_rules.slotted``) behave as the frozen
+dataclasses they replace: fields, ``repr``, equality, hash, no assignment, pickling, ``replace``
+with its checks; and the settings' cache key is the one the dataclass made."""
+
+from __future__ import annotations
+
+import copy
+import pickle
+
+import pytest
+
+from lint_rules.analysis.records import _settings_key
+from lint_rules.cli.discovery import Discovery, ExcludePattern
+from lint_rules.cli.formats import Problem, Style
+from lint_rules.rules import RULES
+from lint_rules.selection import Layer
+from lint_rules.settings import DEFAULT_SETTINGS, Settings, SettingsError
+from lint_rules.slotted import field_names, replace
+
+CONFIGURED = Settings(
+    select=("TEM001",),
+    per_file_ignores=(("tests/*", ("TEM002",)),),
+    config_file="/project/pyproject.toml",
+    sources=(("select", "/project/pyproject.toml"),),
+)
+
+
+def test_repr_names_every_field_in_order() -> None:
+    assert repr(ExcludePattern("fixtures/*", "/p")) == (
+        "ExcludePattern(glob='fixtures/*', anchor='/p')"
+    )
+    assert repr(Problem("a.py", "bad", 3)) == (
+        "Problem(path='a.py', reason='bad', line=3, column=None)"
+    )
+    assert repr(Discovery(["a.py"], [])) == "Discovery(files=['a.py'], errors=[], notes=[])"
+    shown = repr(CONFIGURED)
+    assert shown.startswith("Settings(guard_functions=")
+    assert shown.endswith(", sources=(('select', '/project/pyproject.toml'),))")
+    assert [part.split("=")[0] for part in shown[9:].split(", ") if "=" in part][:3] == [
+        "guard_functions",
+        "tracked_functions",
+        "import_helpers",
+    ]
+
+
+def test_equality_and_hash_skip_where_the_values_came_from() -> None:
+    plain = Settings(select=("TEM001",), per_file_ignores=(("tests/*", ("TEM002",)),))
+    assert plain == CONFIGURED and hash(plain) == hash(CONFIGURED)
+    assert CONFIGURED != DEFAULT_SETTINGS
+    assert Style() == Style(False) and hash(Style()) == hash(Style(False))
+    assert Style() != Problem("a", "b") and Layer("x") != ("x", None, (), (), ())
+    assert len({ExcludePattern("g", "/a"), ExcludePattern("g", "/a")}) == 1
+
+
+def test_frozen_records_refuse_assignment_and_mutable_ones_have_no_hash() -> None:
+    with pytest.raises(AttributeError, match="cannot assign to field 'select'"):
+        CONFIGURED.select = ()  # type: ignore[misc]
+    with pytest.raises(AttributeError):
+        del RULES["TEM001"].code
+    with pytest.raises(AttributeError):
+        Style().other = 1  # type: ignore[attr-defined]
+    found = Discovery([], [])
+    found.files.append("a.py")
+    found.notes = [("a", "b")]
+    assert found == Discovery(["a.py"], [], [("a", "b")])
+    with pytest.raises(TypeError):
+        hash(found)
+    assert Discovery([], []).notes is not Discovery([], []).notes
+
+
+@pytest.mark.parametrize(
+    "record",
+    [CONFIGURED, DEFAULT_SETTINGS, RULES["TEM001"], Layer("cli", ("TEM",)), Problem("a", "b")],
+)
+def test_pickle_and_copy_round_trip(record: object) -> None:
+    for again in (pickle.loads(pickle.dumps(record)), copy.copy(record), copy.deepcopy(record)):
+        assert type(again) is type(record) and again == record and repr(again) == repr(record)
+
+
+def test_replace_runs_the_checks_and_refuses_unknown_fields() -> None:
+    guarded = replace(CONFIGURED, fix_strategy="guard")
+    assert guarded.fix_strategy == "guard" and guarded.config_file == CONFIGURED.config_file
+    assert CONFIGURED.fix_strategy == "none"
+    with pytest.raises(SettingsError):
+        replace(DEFAULT_SETTINGS, unresolved="sometimes")
+    with pytest.raises(TypeError):
+        replace(DEFAULT_SETTINGS, no_such_field=1)
+
+
+def test_the_settings_cache_key_is_the_dataclass_one() -> None:
+    """``records.keyed_digest`` keys the on-disk cache by the settings' fields in order:
+    the text below is what the frozen dataclass's ``dataclasses.fields`` gave."""
+    names = field_names(Settings)
+    assert names[:3] == ("guard_functions", "tracked_functions", "import_helpers")
+    assert names[-4:] == ("file_ignored", "config_file", "enabled", "sources")
+    key = _settings_key(Settings(fix_strategy="guard"), True).decode()
+    assert key.startswith(f"([('guard_functions', {DEFAULT_SETTINGS.guard_functions!r}), ")
+    assert "('te_version', ''), ('fix_strategy', 'guard'), " in key and key.endswith("], True)")
