@@ -207,3 +207,39 @@ def test_summary_counts_a_fix_that_would_not_verify(
         "1 error above: a refused file is left untouched"
     )
     assert (tmp_path / "safe.py").read_text() == SAFE
+
+
+SHARED = HEAD + (
+    "class Block:\n"
+    "    def __init__(self):\n"
+    "        self.fc1 = te.Linear(4, 4)\n"
+    "        self.fc2 = te.Linear(4, 4)\n"
+    "        self.count = 0\n\n"
+    "    def forward(self, x):\n"
+    "        first = self.count == 0\n"
+    "        y = self.fc1(x, is_first_microbatch=first)\n"  # line 11: TEM001
+    "        return self.fc2(y, first)\n"  # line 12: TEM002, the same local
+)
+"""Two findings of two codes whose fixes share one fold (the local goes with both reads)."""
+
+
+@pytest.mark.parametrize("select", [None, "TEM001", "TEM002"])
+def test_check_counts_a_shared_fix_as_fix_applies_it_under_a_selection(
+    tmp_path: Path, select: str | None
+) -> None:
+    import json
+
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "block.py").write_text(SHARED)
+    chosen = ["--select", select] if select else []
+    checked = run("check", "--no-cache", "--output-format", "json", *chosen, ".", cwd=tmp_path)
+    rows = json.loads(checked.stdout)
+    assert {row["code"] for row in rows} == ({select} if select else {"TEM001", "TEM002"})
+    fixable = [row["code"] for row in rows if row["fix"]]
+    # With both codes selected, the shared fix is applied (both findings fixed); with one of
+    # them left out, `fix` leaves it (the other read would stay), and `check` says so.
+    assert fixable == ([] if select else ["TEM001", "TEM002"])
+    done = run("check", "--no-cache", *chosen, ".", cwd=tmp_path)
+    assert ("2 fixable with" in done.stdout + done.stderr) == (select is None)
+    fixed = run("fix", "--no-cache", *chosen, ".", cwd=tmp_path)
+    assert ((tmp_path / "block.py").read_text() == SHARED) == (select is not None), fixed.stdout

@@ -53,6 +53,9 @@ class Reported:
     """What the fix does (its note, else a generic line); "" without a fix."""
     edits: tuple[tuple[int, int, int, int, str], ...] = ()
     """The fix's edits: ``(line, column, end_line, end_column, content)``, 1-based characters."""
+    together: tuple[tuple[str, int, int], ...] = ()
+    """The findings whose fix is this one's (``Fix.together``: ``(code, line, column)``, the
+    column 1-based UTF-8 bytes as ``column``): ``fix`` applies it only with all of them."""
 
     def moved(self, path: str) -> Reported:
         """The same finding for the same content at ``path`` (a renamed or copied file): its

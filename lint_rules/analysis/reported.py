@@ -94,6 +94,7 @@ def reported_findings(path: str, text: str, findings: Iterable[Any]) -> tuple[Re
             evidence=_evidence(path, f, chars),
             fix_message=((f.fix.note or FIX_MESSAGE) if f.fix else ""),
             edits=_edits(f.fix, chars),
+            together=tuple((c, ln, col + 1) for c, ln, col in f.fix.together) if f.fix else (),
         )
         for f, fingerprint in zip(ordered, prints)
     )

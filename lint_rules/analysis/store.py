@@ -71,7 +71,7 @@ def code_hash() -> str:
 
 def _row(path: str, row: list[Any]) -> Reported:
     values = dict(zip(_FIELDS, row))
-    for key in ("evidence", "edits"):  # JSON gave lists back: the dataclass holds tuples
+    for key in ("evidence", "edits", "together"):  # JSON gave lists: the dataclass holds tuples
         values[key] = tuple(tuple(step) for step in values.get(key, ()))
     values["evidence"] = tuple((str(step[0]) or path, *step[1:]) for step in values["evidence"])
     return Reported(path, **values)

@@ -184,6 +184,7 @@ def run_check(args: argparse.Namespace, config: Configuration, discovery: Discov
     files = discovery.files
     job: Any = None
     if files:  # nothing to read (an empty folder): the per-file machinery is not imported
+        from lint_rules.cli.fixcount import selected
         from lint_rules.cli.running import Job, check_file
 
         job = Job(disable_noqa=args.disable_noqa, mode="check")
@@ -208,7 +209,7 @@ def run_check(args: argparse.Namespace, config: Configuration, discovery: Discov
                 problems.append(_problem(outcome))
             checked[outcome.path] = outcome.digest
             settings = config.settings_of(outcome.path) if outcome.findings else None
-            kept = [f for f in outcome.findings if settings and settings.reports(f.code)]
+            kept = selected(outcome.findings, settings)
             if streaming and kept:
                 out.write(format_text(kept, style, concise))
                 out.flush()
@@ -427,6 +428,7 @@ def run_stdin(args: argparse.Namespace, config: Configuration) -> int:
         _report([(shown, error.reason)])
         return EXIT_ERROR
     settings = config.settings_of(args.stdin_filename or os.path.join(os.getcwd(), "stdin.py"))
+    from lint_rules.cli.fixcount import selected
     from lint_rules.cli.project import stdin_project
 
     project, alone = stdin_project(args, config)
@@ -435,7 +437,7 @@ def run_stdin(args: argparse.Namespace, config: Configuration) -> int:
         outcome = check_file(job, shown, settings, source, project)
         if alone and outcome.findings and not args.quiet:
             _report([(shown, alone)], "note")
-        findings = [f for f in outcome.findings if settings.reports(f.code)]
+        findings = selected(outcome.findings, settings)
         problems = [_problem(outcome)] if outcome.error else []
         with _output(args, [args.stdin_filename] if args.stdin_filename else []) as out:
             if args.format in TEXT_FORMATS and not args.statistics:
@@ -512,11 +514,13 @@ def run_explain(args: argparse.Namespace) -> int:
     discovery = discover([root], config.excludes, respect_gitignore=args.respect_gitignore)
     if not any(os.path.samefile(found, path) for found in discovery.files):
         discovery.files.append(path)  # excluded there: explain it anyway, with the others
+    from lint_rules.cli.fixcount import selected
+
     job = Job(disable_noqa=args.disable_noqa, mode="check")
     findings: list[Any] = []
     for outcome in _outcomes(args, config, check_file, job, discovery.files):
         settings = config.settings_of(outcome.path)
-        findings.extend(f for f in outcome.findings if settings.reports(f.code))
+        findings.extend(selected(outcome.findings, settings))
     text = explain_text(findings, path, line)
     if not text:
         print(f"{path}:{line}: no finding on this line (project checked: {root})")

@@ -26,6 +26,28 @@ def only_applicable_fixes(text: str, findings: list, disable_noqa: bool) -> list
     return [dataclasses.replace(f, fix=None) if id(f) in dropped else f for f in findings]
 
 
+def selected(findings: Any, settings: Settings | None) -> list:
+    """A file's reported findings that ``settings`` select (``select``/``ignore``), each with
+    no fix where its fix goes with a finding left out (``Reported.together``): ``fix`` applies
+    such a fix only with all of its findings, so ``check`` does not count it as fixable."""
+    if settings is None:
+        return []
+    kept = [f for f in findings if settings.reports(f.code)]
+    if len(kept) == len(findings) or not any(f.together for f in kept):
+        return kept
+    present = {(f.code, f.line, f.column) for f in kept}
+    if all(set(f.together) <= present for f in kept):
+        return kept
+    import dataclasses
+
+    return [
+        f
+        if set(f.together) <= present
+        else dataclasses.replace(f, fixable=False, applicability=None, fix_message="", edits=())
+        for f in kept
+    ]
+
+
 def left_after(text: str, settings: Settings, disable_noqa: bool, project: Any) -> tuple[str, ...]:
     """The codes ``check`` reports in the fixed text: ``fix``'s "M remaining", recounted."""
     from lint_rules.analysis import analyze_source
