@@ -201,54 +201,14 @@ def test_a_fixed_text_that_parses_but_does_not_compile_is_refused() -> None:
 
 # ------------------------------------------------------------------------- the builds reader
 
-MODULE_PY = """from torch import nn
-
-
-class MegatronModule(nn.Module):
-    def __init__(self, config):
-        super().__init__()
-        self.config = config
-
-    def set_is_first_microbatch(self):
-        if self.config.fp8 is not None or getattr(self.config, "use_switch", False):
-            for m in self.modules():
-                if hasattr(m, "is_first_microbatch"):
-                    m.is_first_microbatch = True
-"""
-LAYERS = """import transformer_engine.pytorch as te
-
-
-class SwitchLinear(te.Linear):
-    def __init__(self, hidden):
-        super().__init__(hidden, hidden)
-        self.is_first_microbatch = True
-
-    def forward(self, x):
-        out = super().forward(x, is_first_microbatch=self.is_first_microbatch)
-        self.is_first_microbatch = False
-        return out
-"""
-SCHEDULE = """def forward_backward(model, microbatches):
-    for i, mb in enumerate(microbatches):
-        if i == 0:
-            model.set_is_first_microbatch()
-        model(mb).sum().backward()
-"""
-SPECS = (
-    "from .layers import SwitchLinear\n\n\ndef block(config, hidden):\n"
-    "    return SwitchLinear(hidden) if config.use_switch else None\n"
-)
+BUILDS = Path(__file__).resolve().parent.parent / "fixtures" / "lifecycle" / "built_under_switch"
 
 
 def builds_project(root: Path) -> Path:
-    """A project whose lifecycle asks where ``SwitchLinear`` is built (megatron-core style)."""
+    """A project whose lifecycle asks where its TE wrappers are built (megatron-core style):
+    a copy of the lifecycle fixture ``built_under_switch``."""
     model = root / "model"
-    model.mkdir()
-    for name, text in [
-        ("module.py", MODULE_PY), ("layers.py", LAYERS), ("schedule.py", SCHEDULE),
-        ("specs.py", SPECS), ("__init__.py", ""),
-    ]:  # fmt: skip
-        (model / name).write_text(text)
+    shutil.copytree(BUILDS / "model", model)
     return model
 
 
@@ -276,7 +236,8 @@ def test_the_builds_reader_survives_a_long_expression(
     """#21: a builder file holding a 6,000-term sum raised RecursionError out of the run."""
     model = builds_project(here)
     table = " + ".join(f"[{i}]" for i in range(6000))
-    (model / "specs.py").write_text(SPECS + f"\n\nTABLE = {table}\n")
+    specs = model / "specs.py"
+    specs.write_text(specs.read_text() + f"\n\nTABLE = {table}\n")
     sys.setrecursionlimit(1000)  # the default, whatever the test runner set
     assert main(["check", "--isolated", "--no-cache", "model"]) in (0, 1)
     assert "internal error" not in capsys.readouterr().err
