@@ -25,8 +25,9 @@ VERSION_ONLY = (["--version"],)
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The console script's entry point: ``command.main``, with a Ctrl-C while the modules
-    load (start-up) answered as one anywhere else is: one line and exit 130. ``--version``
-    alone is answered without loading them."""
+    load (start-up) answered as one anywhere else is: one line and exit 130; output that
+    cannot be written (a closed pipe, a full disk), during the run or at its last flush,
+    answered here once. ``--version`` alone is answered without loading them."""
     if list(sys.argv[1:] if argv is None else argv) in VERSION_ONLY:
         from lint_rules import __version__
 

@@ -573,10 +573,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (SettingsError, UsageError) as error:
         print(f"{PROG}: error: {error}", file=sys.stderr)
         return EXIT_ERROR
-    except BrokenPipeError:  # `... | head`: stop quietly with 0, as ruff (and ripgrep) do
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        return EXIT_CLEAN
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130
