@@ -87,7 +87,14 @@ def plan_files(
     te_importers: set[int] = set()
     digests: list[str | None] = []
     raws: dict[str, bytes] = {}
-    kept = 0 if crossfile else RAW_BYTES + 1
+    room = RAW_BYTES  # what ``raws`` may still take (a run over several files only)
+
+    def keep(path: str, raw: bytes) -> None:
+        nonlocal room
+        if crossfile and len(raw) <= room:
+            raws[path] = raw
+            room -= len(raw)
+
     size = 0
     gates = job.gates
     indexed = cache is not None and gates.caches and (job.mode == "check" or crossfile)
@@ -102,8 +109,7 @@ def plan_files(
             new_text = None
             if skimmed is not None:
                 raw, identity = skimmed
-                if kept + len(raw) <= RAW_BYTES:
-                    raws[path], kept = raw, kept + len(raw)
+                keep(path, raw)
                 digest = bytes_digest(raw) if indexed else ""
                 reexport = _may_reexport(path, raw, gates)
                 state = reexport and gates.mentions_state_bytes(raw)
@@ -120,8 +126,7 @@ def plan_files(
                         on_done()
                     continue
                 text, identity = source.text, source.identity
-                if kept + len(source.raw) <= RAW_BYTES:
-                    raws[path], kept = source.raw, kept + len(source.raw)
+                keep(path, source.raw)
                 utf8 = source.encoding in ("utf-8", "utf-8-sig")  # searched without encoding
                 flag, reexport = gates.mentions_flag(text), _may_reexport(path, text, gates)
                 known = Known(
