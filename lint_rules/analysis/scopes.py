@@ -320,10 +320,19 @@ def compile_time_names(body: Sequence[ast.stmt]) -> tuple[set[str], set[str]]:
             if not isinstance(node.ctx, ast.Load):
                 local.add(node.id)
             continue
-        if isinstance(node, _NESTED):
+        if isinstance(node, _NESTED):  # its name; what it evaluates here (a `:=` in a default)
             local.add(node.name)
+            stack.extend(node.decorator_list)
+            if isinstance(node, ast.ClassDef):
+                stack.extend((*node.bases, *node.keywords))
+            else:
+                stack.append(node.args)
             continue
         if isinstance(node, ast.Lambda):
+            stack.append(node.args)
+            continue
+        if isinstance(node, ast.arguments):  # the defaults, not the parameters
+            stack.extend((*node.defaults, *(d for d in node.kw_defaults if d is not None)))
             continue
         if isinstance(node, (ast.Global, ast.Nonlocal)):
             declared.update(node.names)
