@@ -286,8 +286,11 @@ class Resolver:
             if default is not None:  # `lambda x, b=block: b(x, ...)`: what it binds
                 return self.resolve(default, owner.parent)
             return unknown(f"parameter `{name}` has no annotation")
+        bindings = owner.bindings.get(name)
+        if not bindings:  # bound only where the code never runs (``Scope.unbound``): a read
+            return NOT_TE  # raises UnboundLocalError, nothing is called
         kinds = []
-        for binding in owner.bindings.get(name, []):
+        for binding in bindings:
             definition = binding.definition
             if binding.how == "assign" and binding.value is not None:
                 kinds.append(self.resolve(binding.value, owner))

@@ -1,6 +1,13 @@
 """Function scopes: what a function binds (parameters, assignments, loop targets, imports,
 nested definitions, keys stored in mappings), each binding with the branches it sits in.
 
+Only statements that can run bind (``blocks``: nothing after ``return``, ``raise``,
+``continue`` or ``break`` in its block, nor after an ``if`` both of whose arms leave it), and a
+binding after ``if test: return`` sits in the branch where ``test`` is false. A name assigned
+only where the code never runs is still the function's own (Python decides which names are
+local when it compiles the function): ``Scope.unbound`` keeps it, with no value, so that
+``lookup`` stops there as Python does (a read of it raises UnboundLocalError).
+
 Built lazily by ``symbols.ModuleSymbols.scope``, one function at a time.
 """
 
@@ -10,6 +17,7 @@ import ast
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from lint_rules.analysis.blocks import block
 from lint_rules.analysis.nodes import (
     SIMPLE_STATEMENTS,
     Branch,
@@ -63,11 +71,17 @@ class Scope:
     key_stores: dict[str, list[tuple[ast.AST, ast.expr, tuple[Branch, ...]]]] = field(
         default_factory=dict
     )
+    unbound: frozenset[str] = frozenset()
+    """Names local to the function that no statement that can run binds: each is assigned
+    (imported, defined...) only where the code never runs. Not parameters, not in
+    ``bindings``, not declared ``global`` or ``nonlocal``."""
 
     def lookup(self, name: str) -> Scope | None:
+        """The function whose local ``name`` is, as Python compiles it: the nearest one
+        that binds it anywhere (also where the code never runs)."""
         scope: Scope | None = self
         while scope is not None:
-            if name in scope.params or name in scope.bindings:
+            if name in scope.params or name in scope.bindings or name in scope.unbound:
                 return scope
             scope = scope.parent
         return None
@@ -111,12 +125,15 @@ _INERT |= {ast.Assert, ast.Global, ast.Nonlocal}
 
 
 class ScopeCollector:
-    """Collect a function's bindings, with the guarding branches each one sits in."""
+    """Collect a function's bindings, with the guarding branches each one sits in: the
+    statements that can run, walked with ``blocks.block``."""
 
     def __init__(self, scope: Scope, walrus: bool = True) -> None:
         self.scope = scope
         self.walrus = walrus
         """False when the file has no ``:=``: expressions then bind nothing."""
+        self.dead: list[ast.stmt] = []
+        """The statements that never run (the rest of a block after it leaves)."""
 
     def bind(self, name: str, binding: Binding) -> None:
         self.scope.bindings.setdefault(name, []).append(binding)
@@ -132,10 +149,36 @@ class ScopeCollector:
             self.expr(node.body, ())
         else:
             self.block(node.body, ())
+        if self.dead:
+            self.scope.unbound = self._unbound(node)
 
     def block(self, body: Sequence[ast.stmt], branches: tuple[Branch, ...]) -> None:
-        for stmt in body:
+        """The statements of ``body`` that can run; those after one that leaves are kept
+        aside in ``dead`` (they only make names local)."""
+        ran = 0
+        for index, stmt, after in block(body):
+            ran = index + 1
             self.stmt(stmt, branches)
+            for test, outcome in after:  # `if not ok: return`: what follows runs when ok
+                branches = (*branches, (test.test, outcome))
+        if ran < len(body):
+            self.dead.extend(body[ran:])
+
+    def _unbound(self, node: FunctionNode) -> frozenset[str]:
+        """The names that only the dead statements make local: what they assign, import or
+        define (also where a ``:=`` or a ``del`` is), less the names the function declares
+        ``global`` or ``nonlocal`` anywhere (a declaration holds where the code never runs
+        too: it is read when the function is compiled)."""
+        scope = self.scope
+        local, _ = compile_time_names(self.dead)
+        if not local:
+            return frozenset()
+        _, declared = compile_time_names(node.body)  # type: ignore[arg-type]
+        return frozenset(
+            name
+            for name in local - declared
+            if name not in scope.params and name not in scope.bindings
+        )
 
     def stmt(self, stmt: ast.stmt, branches: tuple[Branch, ...]) -> None:
         kind = type(stmt)
@@ -202,8 +245,7 @@ class ScopeCollector:
         if kind in SIMPLE_STATEMENTS:
             return
         for field_name in ("body", "orelse"):  # for, while, with: the same branches
-            for child in getattr(stmt, field_name, ()):
-                self.stmt(child, branches)
+            self.block(getattr(stmt, field_name, ()), branches)
 
     def assign_target(
         self, target: ast.expr, value: ast.expr, branches: tuple[Branch, ...]
@@ -258,3 +300,61 @@ class ScopeCollector:
             if isinstance(node, (ast.Lambda,)):
                 continue
             stack.extend(ast.iter_child_nodes(node))
+
+
+_NESTED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def compile_time_names(body: Sequence[ast.stmt]) -> tuple[set[str], set[str]]:
+    """What ``body`` makes local when its function is compiled, run or not (the names it
+    assigns, deletes, imports, defines, catches or captures, ``:=`` targets included), and the
+    names it declares ``global`` or ``nonlocal``. Nested functions and classes are not entered
+    (only their names count), nor lambdas, nor a comprehension's own targets."""
+    local: set[str] = set()
+    declared: set[str] = set()
+    stack: list[ast.AST] = list(body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Name):
+            if not isinstance(node.ctx, ast.Load):
+                local.add(node.id)
+            continue
+        if isinstance(node, _NESTED):  # its name; what it evaluates here (a `:=` in a default)
+            local.add(node.name)
+            stack.extend(node.decorator_list)
+            if isinstance(node, ast.ClassDef):
+                stack.extend((*node.bases, *node.keywords))
+            else:
+                stack.append(node.args)
+            continue
+        if isinstance(node, ast.Lambda):
+            stack.append(node.args)
+            continue
+        if isinstance(node, ast.arguments):  # the defaults, not the parameters
+            stack.extend((*node.defaults, *(d for d in node.kw_defaults if d is not None)))
+            continue
+        if isinstance(node, (ast.Global, ast.Nonlocal)):
+            declared.update(node.names)
+            continue
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                if alias.name != "*":
+                    local.add(alias.asname or alias.name.split(".")[0])
+            continue
+        if isinstance(node, _COMPREHENSIONS):
+            for generator in node.generators:  # its targets are the comprehension's own
+                stack.append(generator.iter)
+                stack.extend(generator.ifs)
+            stack.extend((node.key, node.value) if isinstance(node, ast.DictComp) else (node.elt,))
+            continue
+        name = getattr(node, "name", None)  # except ... as name; case ... as name / *name
+        if isinstance(name, str) and isinstance(
+            node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)
+        ):
+            local.add(name)
+        rest = getattr(node, "rest", None)  # case {**rest}
+        if isinstance(rest, str) and isinstance(node, ast.MatchMapping):
+            local.add(rest)
+        stack.extend(ast.iter_child_nodes(node))
+    return local, declared

@@ -134,8 +134,8 @@ class Tracker:
             bindings = owner.bindings.get(value.id, [])
             if value.id in owner.params and not bindings:
                 return True
-            if not bindings:
-                return False
+            if not bindings:  # bound only where the code never runs (``Scope.unbound``): the
+                return value.id in owner.unbound  # read raises, no flag reaches TE
             seen = seen | {value.id}
             inner_loops = loops if owner is scope else ()
             for binding in bindings:
