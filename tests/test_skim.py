@@ -5,6 +5,7 @@ the first pass then records exactly what the usual reading makes it record (``pl
 from __future__ import annotations
 
 import os
+import random
 from pathlib import Path
 from typing import Any
 
@@ -83,6 +84,44 @@ def test_what_is_not_a_readable_file_is_left_to_the_reader(tmp_path: Path) -> No
     if hasattr(os, "mkfifo"):
         os.mkfifo(tmp_path / "fifo.py")
         assert skim.skim(str(tmp_path / "fifo.py")) is None  # and not opened: no hang
+
+
+PIECES = [
+    b"a",
+    b"\n",
+    b"\r",
+    b"\xc3\xa9",  # é
+    b"\xe2\x80\x94",  # an em dash
+    b"\xf0\x9f\x9a\xa8",  # an emoji: four bytes
+    b"\xc3",  # a lead byte alone
+    b"\xa9",  # a continuation byte alone
+    b"\xe2\x80",  # three bytes cut short
+    b"\xed\xa0\x80",  # a surrogate
+    b"\xf4\x90\x80\x80",  # above U+10FFFF
+    b"\xc0\xaf",  # overlong
+    b"\xff",
+]
+
+
+@pytest.mark.parametrize("piece", [1, 2, 5, 4096])
+def test_utf8_is_checked_a_piece_at_a_time_as_the_whole_decodes(
+    monkeypatch: pytest.MonkeyPatch, piece: int
+) -> None:
+    """Cut before a line break, the pieces are valid exactly where the whole is: a character
+    cut by a line break is invalid in the whole (``\\xc3\\n\\xa9``) and in its piece."""
+    monkeypatch.setattr(skim, "_PIECE", piece)
+    rng = random.Random(32)
+    answers = set()
+    for _ in range(4000):
+        raw = b"".join(rng.choice(PIECES) for _ in range(rng.randrange(14)))
+        try:
+            raw.decode("utf-8")
+            valid = True
+        except UnicodeDecodeError:
+            valid = False
+        assert skim._utf8(raw) == valid, raw
+        answers.add((valid, raw.isascii()))
+    assert answers == {(True, True), (True, False), (False, False)}
 
 
 def test_with_the_gates_off_nothing_is_read_the_quick_way(tmp_path: Path) -> None:

@@ -8,7 +8,8 @@ decode them as UTF-8 (a regular file, no NUL byte, no BOM and no ``coding`` in i
 lines, valid UTF-8) and the prefilter rules the text out (``prefilter.rules_out_bytes``: never
 with the gates off); the first pass then records what that implies (``plan.Known``, the state
 words searched in the bytes: ``prefilter.mentions_state_bytes``). Every other file, and every
-doubt, goes the usual way, which reports what is wrong with it.
+doubt, goes the usual way, which reports what is wrong with it. (Bytes are searched with
+``find``, not ``in``: ``prefilter``.)
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ _OPEN_FLAGS = (
     | getattr(os, "O_CLOEXEC", 0)
     | getattr(os, "O_BINARY", 0)
 )
-_PIECE = 1 << 13
+_PIECE = 1 << 12
 """The bytes decoded at once to check that a file is UTF-8 (``_utf8``)."""
 
 Skimmed = tuple[bytes, tuple[int, int, int, int]]
@@ -57,21 +58,23 @@ def _read(path: str) -> tuple[bytes, tuple[int, int, int, int]] | None:
 
 
 def _utf8(raw: bytes) -> bool:
-    """Whether ``raw.decode("utf-8")`` succeeds, decoded a piece at a time: pieces cut just
-    before a line break. A character of more than one byte is made of bytes >= 0x80 only, so
-    no valid one spans the cut, and an invalid one is invalid in its piece too (it ends where
-    the ASCII line break begins). The whole text at once is a string of up to four times the
-    file's size in fresh memory (one emoji in a header makes it four bytes a character): on
-    transformers, more than the searches of every file."""
+    """Whether ``raw.decode("utf-8")`` succeeds, a piece at a time: pieces cut just before a
+    line break, each decoded only where it is not ASCII. A character of more than one byte
+    is made of bytes >= 0x80 only, so no valid one spans the cut, and an invalid one is
+    invalid in its piece too (it ends where the ASCII line break begins). The whole text at
+    once is a string of up to four times the file's size in fresh memory (one emoji in a
+    header makes it four bytes a character): on transformers, more than the searches."""
     if raw.isascii():
         return True
-    view, start, size = memoryview(raw), 0, len(raw)
+    start, size = 0, len(raw)
     try:
         while start < size:
             end = raw.find(b"\n", start + _PIECE)
             if end < 0:
                 end = size
-            str(view[start:end], "utf-8")
+            piece = raw[start:end]
+            if not piece.isascii():
+                str(piece, "utf-8")
             start = end
     except UnicodeDecodeError:
         return False
@@ -85,11 +88,11 @@ def skim(path: str, gates: prefilter.Gates = prefilter.ON) -> Skimmed | None:
     if read is None:
         return None
     raw = read[0]
-    if not gates.rules_out_bytes(raw) or b"\x00" in raw or raw.startswith(_BOM):
+    if not gates.rules_out_bytes(raw) or raw.find(b"\x00") >= 0 or raw.startswith(_BOM):
         return None
     first = raw.find(b"\n")
     end = -1 if first < 0 else raw.find(b"\n", first + 1)
     head = raw if end < 0 else raw[:end]  # the first two lines, as ``decode_source`` looks
-    if b"coding" in head.replace(b"\n", b"", 1) or not _utf8(raw):
+    if head.replace(b"\n", b"", 1).find(b"coding") >= 0 or not _utf8(raw):
         return None
     return read
