@@ -141,7 +141,7 @@ def plan_files(
         digests.append(known.digest)
         relevant = known.flag
         if not relevant and not (crossfile and known.reexport):
-            outcome = Outcome(path, new_text=new_text)
+            outcome = Outcome(path) if new_text is None else Outcome(path, new_text=new_text)
         else:
             settings = settings_of(path)
             if indexed:

@@ -88,11 +88,11 @@ def skim(path: str, gates: prefilter.Gates = prefilter.ON) -> Skimmed | None:
     if read is None:
         return None
     raw = read[0]
-    if not gates.rules_out_bytes(raw) or raw.find(b"\x00") >= 0 or raw.startswith(_BOM):
+    if not gates.rules_out_bytes(raw) or 0 in raw or raw.startswith(_BOM):  # 0: a NUL byte
         return None
     first = raw.find(b"\n")
     end = -1 if first < 0 else raw.find(b"\n", first + 1)
     head = raw if end < 0 else raw[:end]  # the first two lines, as ``decode_source`` looks
-    if head.replace(b"\n", b"", 1).find(b"coding") >= 0 or not _utf8(raw):
+    if head.replace(b"\n", b"", 1).find(b"coding") >= 0 or not (raw.isascii() or _utf8(raw)):
         return None
     return read
