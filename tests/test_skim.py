@@ -83,7 +83,25 @@ def test_what_is_not_a_readable_file_is_left_to_the_reader(tmp_path: Path) -> No
     assert skim.skim(str(tmp_path / "missing.py")) is None
     if hasattr(os, "mkfifo"):
         os.mkfifo(tmp_path / "fifo.py")
-        assert skim.skim(str(tmp_path / "fifo.py")) is None  # and not opened: no hang
+        assert skim.skim(str(tmp_path / "fifo.py")) is None  # opened without waiting: no hang
+
+
+def test_a_file_is_asked_what_it_is_once_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One system call less a file: no ``stat`` before the open (``fstat`` after it)."""
+    path = tmp_path / "plain.py"
+    path.write_bytes(CASES["plain.py"])
+
+    stat, asked = os.stat, []
+
+    def recorded(name: Any, *args: Any, **kwargs: Any) -> Any:
+        asked.append(os.fspath(name))
+        return stat(name, *args, **kwargs)
+
+    monkeypatch.setattr(os, "stat", recorded)
+    assert skim.skim(str(path)) is not None
+    assert str(path) not in asked
 
 
 PIECES = [
@@ -237,3 +255,20 @@ def test_the_first_pass_records_what_the_usual_reading_records(
     assert {os.path.basename(p) for p in paths} - unreadable == {
         os.path.basename(p) for p in usual_index
     }
+
+
+def test_the_bytes_are_kept_from_the_first_file_that_passes(tmp_path: Path) -> None:
+    """A run over several files keeps the bytes it read for what it later asks of its files
+    (``Plan.raws``), from the first file that passes on: a run where nothing passes asks
+    nothing of them."""
+    paths = []
+    for name in ("a.py", "b.py", "c.py"):
+        path = tmp_path / name
+        path.write_bytes(CASES["flag.py" if name == "b.py" else "plain.py"])
+        paths.append(str(path))
+    plan = plan_files(Job(), paths, lambda path: Settings(), None, crossfile=True)
+    assert [place for place, _ in plan.passed] == [1]
+    assert sorted(plan.raws) == paths[1:]
+    assert plan.raws[paths[2]] == CASES["plain.py"]
+    plan = plan_files(Job(), paths[::2], lambda path: Settings(), None, crossfile=True)
+    assert not plan.passed and plan.raws == {}
