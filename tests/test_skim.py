@@ -226,7 +226,9 @@ def _first_pass(paths: list[str], crossfile: bool) -> tuple[Any, dict[str, tuple
     index = _Index()
     plan = plan_files(Job(), paths, lambda path: Settings(), index, crossfile=crossfile)
     found = (plan.done, plan.to_parse, plan.passed, plan.deferred, plan.te_importers)
-    return found, index.remembered
+    alone = plan_files(Job(), paths, lambda path: Settings(), None, crossfile=crossfile)
+    without = (alone.done, alone.to_parse, alone.passed, alone.deferred, alone.te_importers)
+    return (found, without, alone.digests, sorted(alone.raws)), index.remembered
 
 
 @pytest.mark.parametrize("crossfile", [False, True])

@@ -108,8 +108,18 @@ def plan_files(
             identity: tuple[int, int, int, int] | None
             if skimmed is not None:
                 raw, identity = skimmed
-                digest = bytes_digest(raw) if indexed else ""
                 reexport = _may_reexport(path, raw, gates)
+                if not indexed and not (crossfile and reexport):
+                    # Done, with nothing to remember: what the Known below would lead to.
+                    digests.append("")
+                    if keeping and len(raw) <= room:
+                        raws[path] = raw
+                        room -= len(raw)
+                    done.append(Outcome(path))
+                    if on_done is not None:
+                        on_done()
+                    continue
+                digest = bytes_digest(raw) if indexed else ""
                 state = reexport and gates.mentions_state_bytes(raw)
                 known = Known(False, reexport, state, False, digest, len(raw))
             else:
