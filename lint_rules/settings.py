@@ -422,10 +422,10 @@ class ConfigResolver:
         return known
 
     def _settings_for(self, absolute: str) -> Settings:
+        if self.isolated:  # the same for a file and a folder: no need to ask which it is
+            return self._for_file(absolute, self._load(None))
         is_dir = os.path.isdir(absolute)
         folder = absolute if is_dir else os.path.dirname(absolute)
-        if self.isolated:
-            return self._for_file(absolute, self._load(None))
         if self.config is not None:
             return self._for_file(absolute, with_te_release(self._load(self.config), folder))
         settings = with_te_release(self._folder_settings(folder), folder)

@@ -5,6 +5,7 @@ the first pass then records exactly what the usual reading makes it record (``pl
 from __future__ import annotations
 
 import os
+import random
 from pathlib import Path
 from typing import Any
 
@@ -82,7 +83,63 @@ def test_what_is_not_a_readable_file_is_left_to_the_reader(tmp_path: Path) -> No
     assert skim.skim(str(tmp_path / "missing.py")) is None
     if hasattr(os, "mkfifo"):
         os.mkfifo(tmp_path / "fifo.py")
-        assert skim.skim(str(tmp_path / "fifo.py")) is None  # and not opened: no hang
+        assert skim.skim(str(tmp_path / "fifo.py")) is None  # opened without waiting: no hang
+
+
+def test_a_file_is_asked_what_it_is_once_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One system call less a file: no ``stat`` before the open (``fstat`` after it)."""
+    path = tmp_path / "plain.py"
+    path.write_bytes(CASES["plain.py"])
+
+    stat, asked = os.stat, []
+
+    def recorded(name: Any, *args: Any, **kwargs: Any) -> Any:
+        asked.append(os.fspath(name))
+        return stat(name, *args, **kwargs)
+
+    monkeypatch.setattr(os, "stat", recorded)
+    assert skim.skim(str(path)) is not None
+    assert str(path) not in asked
+
+
+PIECES = [
+    b"a",
+    b"\n",
+    b"\r",
+    b"\xc3\xa9",  # é
+    b"\xe2\x80\x94",  # an em dash
+    b"\xf0\x9f\x9a\xa8",  # an emoji: four bytes
+    b"\xc3",  # a lead byte alone
+    b"\xa9",  # a continuation byte alone
+    b"\xe2\x80",  # three bytes cut short
+    b"\xed\xa0\x80",  # a surrogate
+    b"\xf4\x90\x80\x80",  # above U+10FFFF
+    b"\xc0\xaf",  # overlong
+    b"\xff",
+]
+
+
+@pytest.mark.parametrize("piece", [1, 2, 5, 4096])
+def test_utf8_is_checked_a_piece_at_a_time_as_the_whole_decodes(
+    monkeypatch: pytest.MonkeyPatch, piece: int
+) -> None:
+    """Cut before a line break, the pieces are valid exactly where the whole is: a character
+    cut by a line break is invalid in the whole (``\\xc3\\n\\xa9``) and in its piece."""
+    monkeypatch.setattr(skim, "_PIECE", piece)
+    rng = random.Random(32)
+    answers = set()
+    for _ in range(4000):
+        raw = b"".join(rng.choice(PIECES) for _ in range(rng.randrange(14)))
+        try:
+            raw.decode("utf-8")
+            valid = True
+        except UnicodeDecodeError:
+            valid = False
+        assert skim._utf8(raw) == valid, raw
+        answers.add((valid, raw.isascii()))
+    assert answers == {(True, True), (True, False), (False, False)}
 
 
 def test_with_the_gates_off_nothing_is_read_the_quick_way(tmp_path: Path) -> None:
@@ -169,7 +226,9 @@ def _first_pass(paths: list[str], crossfile: bool) -> tuple[Any, dict[str, tuple
     index = _Index()
     plan = plan_files(Job(), paths, lambda path: Settings(), index, crossfile=crossfile)
     found = (plan.done, plan.to_parse, plan.passed, plan.deferred, plan.te_importers)
-    return found, index.remembered
+    alone = plan_files(Job(), paths, lambda path: Settings(), None, crossfile=crossfile)
+    without = (alone.done, alone.to_parse, alone.passed, alone.deferred, alone.te_importers)
+    return (found, without, alone.digests, sorted(alone.raws)), index.remembered
 
 
 @pytest.mark.parametrize("crossfile", [False, True])
@@ -198,3 +257,20 @@ def test_the_first_pass_records_what_the_usual_reading_records(
     assert {os.path.basename(p) for p in paths} - unreadable == {
         os.path.basename(p) for p in usual_index
     }
+
+
+def test_the_bytes_are_kept_from_the_first_file_that_passes(tmp_path: Path) -> None:
+    """A run over several files keeps the bytes it read for what it later asks of its files
+    (``Plan.raws``), from the first file that passes on: a run where nothing passes asks
+    nothing of them."""
+    paths = []
+    for name in ("a.py", "b.py", "c.py"):
+        path = tmp_path / name
+        path.write_bytes(CASES["flag.py" if name == "b.py" else "plain.py"])
+        paths.append(str(path))
+    plan = plan_files(Job(), paths, lambda path: Settings(), None, crossfile=True)
+    assert [place for place, _ in plan.passed] == [1]
+    assert sorted(plan.raws) == paths[1:]
+    assert plan.raws[paths[2]] == CASES["plain.py"]
+    plan = plan_files(Job(), paths[::2], lambda path: Settings(), None, crossfile=True)
+    assert not plan.passed and plan.raws == {}

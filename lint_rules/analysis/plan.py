@@ -54,12 +54,14 @@ class Plan:
     cache: Any = None
     """The project index the plan read (``store.ResultCache``), for what the run keeps."""
     raws: dict[str, bytes] = field(default_factory=dict)
-    """The bytes the first pass of a run over several files read, by path (``RAW_BYTES`` at
-    most in all): what the run later asks of its files (``builds``, ``gather``) reads them
-    here, not from the disk again."""
+    """The bytes the first pass of a run over several files read, by path, from the first
+    file that passed on (``RAW_BYTES`` at most in all): what the run later asks of its files
+    (``builds``, ``gather``) reads them here, not from the disk again. A run where nothing
+    passes asks nothing, and keeps nothing."""
 
 
 RAW_BYTES = 64 << 20
+_INIT = "__init__.py"
 
 
 def plan_files(
@@ -88,30 +90,36 @@ def plan_files(
     digests: list[str | None] = []
     raws: dict[str, bytes] = {}
     room = RAW_BYTES  # what ``raws`` may still take (a run over several files only)
-
-    def keep(path: str, raw: bytes) -> None:
-        nonlocal room
-        if crossfile and len(raw) <= room:
-            raws[path] = raw
-            room -= len(raw)
-
+    # Kept from the first file that passes on (``Plan.raws``): a run that analyses nothing
+    # asks nothing of its files, and keeping every file's bytes costs a page fault per 4 KB.
+    keeping = False
     size = 0
     gates = job.gates
     indexed = cache is not None and gates.caches and (job.mode == "check" or crossfile)
     for path in files:
         outcome = None
+        raw: bytes | None = None
+        new_text = None
         known = cache.known(path) if indexed and job.mode != "stdout" else None
         if known is None:
             # A file the prefilter rules out is known from its bytes (``analysis.skim``): the
             # Known the usual reading would give. The digest only serves the index.
             skimmed = skim(path, gates) if job.mode != "stdout" else None
             identity: tuple[int, int, int, int] | None
-            new_text = None
             if skimmed is not None:
                 raw, identity = skimmed
-                keep(path, raw)
-                digest = bytes_digest(raw) if indexed else ""
                 reexport = _may_reexport(path, raw, gates)
+                if not indexed and not (crossfile and reexport):
+                    # Done, with nothing to remember: what the Known below would lead to.
+                    digests.append("")
+                    if keeping and len(raw) <= room:
+                        raws[path] = raw
+                        room -= len(raw)
+                    done.append(Outcome(path))
+                    if on_done is not None:
+                        on_done()
+                    continue
+                digest = bytes_digest(raw) if indexed else ""
                 state = reexport and gates.mentions_state_bytes(raw)
                 known = Known(False, reexport, state, False, digest, len(raw))
             else:
@@ -125,32 +133,25 @@ def plan_files(
                     if on_done is not None:
                         on_done()
                     continue
-                text, identity = source.text, source.identity
-                keep(path, source.raw)
+                text, identity, raw = source.text, source.identity, source.raw
                 utf8 = source.encoding in ("utf-8", "utf-8-sig")  # searched without encoding
                 flag, reexport = gates.mentions_flag(text), _may_reexport(path, text, gates)
                 known = Known(
                     flag,
                     reexport,
                     (reexport and not flag)
-                    and (
-                        gates.mentions_state_bytes(source.raw)
-                        if utf8
-                        else gates.mentions_state(text)
-                    ),
+                    and (gates.mentions_state_bytes(raw) if utf8 else gates.mentions_state(text)),
                     gates.imports_te(text),
-                    bytes_digest(source.raw) if indexed else "",
-                    len(source.raw),
+                    bytes_digest(raw) if indexed else "",
+                    len(raw),
                 )
                 new_text = text if job.mode == "stdout" else None
             if indexed:
                 cache.remember(path, identity, known)
-        else:
-            new_text = None
         digests.append(known.digest)
         relevant = known.flag
         if not relevant and not (crossfile and known.reexport):
-            outcome = Outcome(path, new_text=new_text)
+            outcome = Outcome(path) if new_text is None else Outcome(path, new_text=new_text)
         else:
             settings = settings_of(path)
             if indexed:
@@ -163,11 +164,15 @@ def plan_files(
                 deferred.append((len(done), settings))
             else:
                 passed.append((len(done), settings))
+                keeping = crossfile
             if outcome is None and relevant:
                 to_parse.append((path, settings))
                 size += known.size
                 if crossfile and known.te:
                     te_importers.add(len(done))
+        if keeping and raw is not None and len(raw) <= room:
+            raws[path] = raw
+            room -= len(raw)
         done.append(outcome)
         if outcome is not None and on_done is not None:
             on_done()
@@ -180,6 +185,6 @@ def _may_reexport(path: str, text: str | bytes, gates: Gates) -> bool:
     """A package's ``__init__.py`` that imports: in a run over several files it is analysed
     too, so that what it re-exports from the run's modules (``from .layers import MyLinear``)
     resolves where it is imported from the package. ``text``: its text, or its UTF-8 bytes."""
-    if os.path.basename(path) != "__init__.py":
+    if not path.endswith(_INIT) or os.path.basename(path) != _INIT:
         return False
     return gates.may_import(text)

@@ -4,6 +4,10 @@ The byte prefilter (``Gates.mentions_flag``) says which files can have a finding
 their text alone: every other file costs a search or two and is never parsed. ``_TE_IMPORT``
 and ``_TE_CLASS_WORD`` are the specification; the ``str.find`` searches are what runs.
 
+Bytes are searched with ``find``, never ``in``: ``bytes.__contains__`` first takes its operand
+for an integer (``65 in b"A"``) and formats the ``TypeError`` it then drops, a thousand
+instructions and more for each search (three a file on a tree the prefilter rules out).
+
 The switch is a value passed into the analysis and the run, never a module global: ``ON``
 (the default: every shortcut taken) or ``OFF`` (each gives its permissive answer), an
 instance of ``Gates`` or of ``Open``. A face, a run or a test hands it to ``analyze_source``
@@ -56,7 +60,7 @@ def rules_out_bytes(raw: bytes) -> bool:
     """Whether ``mentions_flag`` and ``imports_te`` are False for the text that UTF-8 bytes
     decode to, from the bytes alone: neither the flag nor TE's package name is in them (the
     first pass's quick look, ``analysis.skim``)."""
-    return _FLAG_BYTES not in raw and _TE_ROOT_BYTES not in raw
+    return raw.find(_FLAG_BYTES) < 0 and raw.find(_TE_ROOT_BYTES) < 0
 
 
 def _is_word(char: str) -> bool:
@@ -218,7 +222,7 @@ def mentions_state_bytes(raw: bytes) -> bool:
     (``i`` and a combining dot; ``k``), never to one a state word can use
     (``tests/test_skim.py``), and an ASCII byte of UTF-8 is always that character."""
     lowered = raw.lower()
-    return any(word in lowered for word in _STATE_BYTES)
+    return any(lowered.find(word) >= 0 for word in _STATE_BYTES)
 
 
 def spans_a_mark(marks: list[int] | None, node: ast.stmt) -> bool:
@@ -236,7 +240,7 @@ def lines_spelling(data: bytes, needle: bytes) -> list[int] | None:
     """The lines (as ``ast`` numbers them, ascending) of a file's bytes where ``needle``
     occurs: only the statements spanning them can read a name (``builds``). None when a lone
     carriage return may end a line: every statement is walked."""
-    if b"\r" in data:
+    if data.find(b"\r") >= 0:
         return None
     lines, at = [], data.find(needle)
     while at != -1:
@@ -283,7 +287,7 @@ def lines_of(text: str, words: Sequence[str]) -> list[int]:
 
 def spelled_in(data: bytes, names: Sequence[str]) -> list[str]:
     """The ``names`` a file's bytes spell (ASCII names, searched without decoding)."""
-    return [name for name in names if name.encode("ascii", "ignore") in data]
+    return [name for name in names if data.find(name.encode("ascii", "ignore")) >= 0]
 
 
 def lines_naming(lines: Sequence[str], names: Iterable[str]) -> list[int]:
@@ -407,7 +411,7 @@ class Gates:
 
     def may_import(self, text: str | bytes) -> bool:
         """Whether a text (or its UTF-8 bytes) may hold an import: it spells ``import``."""
-        return ("import" if isinstance(text, str) else b"import") in text  # type: ignore[operator]
+        return text.find("import" if isinstance(text, str) else b"import") >= 0  # type: ignore[arg-type]
 
     def only_called(self, text: str | None, name: str) -> bool:
         """Whether the text spells ``name`` only as ``.name(`` (``spelled_only_as_call``):
@@ -422,7 +426,7 @@ class Gates:
     def spells(self, data: bytes, needle: bytes) -> bool | None:
         """Whether a file's bytes spell ``needle`` (a byte search: the files ``builds``
         parses, and counts against its budget); None: parse it and see whether it reads it."""
-        return needle in data
+        return data.find(needle) >= 0
 
     def may_declare_global(self, text: str) -> bool:
         """Whether a function of the file may declare a ``global``."""

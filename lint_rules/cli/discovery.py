@@ -17,6 +17,7 @@ import errno
 import fnmatch
 import os
 from collections.abc import Iterator, Sequence
+from operator import attrgetter
 from pathlib import Path
 
 from lint_rules.settings import ancestors
@@ -31,6 +32,7 @@ SKIPPED_DIRS = frozenset({".venv", "venv", "__pycache__", "build", "dist", ".git
 """Never walked into (hidden directories neither); a file named explicitly is still read."""
 IGNORE_FILES = (".ignore", ".gitignore")
 """Read in each directory walked; the first listed wins when both match."""
+_NAME = attrgetter("name")
 
 
 class ExcludePattern(Frozen):
@@ -312,12 +314,15 @@ def _walk(
     """
     errors = found.errors
     top = os.path.realpath(root)
-    stack: list[tuple[Iterator[os.DirEntry[str]], list[_IgnoreFile], str]] = []
+    # A folder on the stack: its entries left, the ignore files that apply in it, its real
+    # path with a separator (its entries' identities), and the exclude patterns of its files
+    # and of its folders (asked once per folder, when the first entry of each kind needs them).
+    stack: list[tuple[Iterator[os.DirEntry[str]], list[_IgnoreFile], str, list[Any]]] = []
 
     def enter(folder: str, specs: list[_IgnoreFile], real: str | None = None) -> None:
         try:
             with os.scandir(folder) as scan:
-                entries = sorted(scan, key=lambda entry: entry.name)
+                entries = sorted(scan, key=_NAME)
         except OSError as error:
             errors.append((folder, f"cannot list directory: {error.strerror or error}"))
             return
@@ -325,33 +330,49 @@ def _walk(
             names = {entry.name for entry in entries if entry.name in IGNORE_FILES}
             if names:
                 specs = [*_ignore_files_in(os.path.abspath(folder), sorted(names)), *specs]
-        stack.append((iter(entries), specs, real or os.path.realpath(folder)))
+        real = real or os.path.realpath(folder)
+        prefix = real if real.endswith(os.sep) else real + os.sep  # ``os.path.join(real, ...)``
+        stack.append((iter(entries), specs, prefix, [None, None]))
+
+    def excludes(path: str, is_dir: bool, known: list[Any]) -> Sequence[ExcludePattern]:
+        """The patterns for the files (or the folders) of one folder, ``path`` one of them."""
+        found = known[is_dir]
+        if found is None:
+            found = known[is_dir] = patterns(path, is_dir) if callable(patterns) else patterns
+        return found
 
     enter(root, inherited)
     while stack:
-        entries, specs, real = stack[-1]
+        entries, specs, prefix, known = stack[-1]
         entry = next(entries, None)
         if entry is None:
             stack.pop()
             continue
-        path = entry.path
+        name = entry.name
         try:
             is_dir = entry.is_dir(follow_symlinks=False)
-            is_file = not is_dir and entry.is_file()
+            # (``is_file`` follows a symlink: asked only of a source file's name)
+            is_file = not is_dir and name.endswith(SOURCE_SUFFIXES) and entry.is_file()
         except OSError as error:
-            if error.errno == errno.ELOOP and entry.name.endswith(SOURCE_SUFFIXES):
-                errors.append((path, "symlink loop (too many levels of symbolic links)"))
+            if error.errno == errno.ELOOP and name.endswith(SOURCE_SUFFIXES):
+                errors.append((entry.path, "symlink loop (too many levels of symbolic links)"))
             continue
         if is_dir:
-            if _skipped_dir(entry.name) or _excluded(path, patterns, is_dir=True):
+            if _skipped_dir(name):
+                continue
+            path = entry.path
+            excluded = excludes(path, True, known)
+            if excluded and _excluded(path, excluded, is_dir=True):
                 continue
             if not (specs and _ignored(path, True, specs)):  # not a symlink: its real path is
-                enter(path, specs, os.path.join(real, entry.name))  # known without a lstat
-        elif is_file and entry.name.endswith(SOURCE_SUFFIXES):
-            if _excluded(path, patterns) or (specs and _ignored(path, False, specs)):
+                enter(path, specs, prefix + name)  # known without a lstat
+        elif is_file:
+            path = entry.path
+            excluded = excludes(path, False, known)
+            if (excluded and _excluded(path, excluded)) or (specs and _ignored(path, False, specs)):
                 continue
             if not entry.is_symlink():
-                add(path, os.path.join(real, entry.name), False)
+                add(path, prefix + name, False)
                 continue
             target = os.path.realpath(path)
             if os.path.commonpath([top, target]) != top:
