@@ -21,13 +21,13 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import replace
 from typing import Any
 
 from lint_rules.analysis.filework import Work, check_file
 from lint_rules.analysis.plan import plan_files
 from lint_rules.analysis.records import Job, Outcome
 from lint_rules.analysis.root import NO_ROOT, Root, root_of
+from lint_rules.slotted import replace
 from lint_rules.analysis.run import Parse, in_process, run_crossfile
 from lint_rules.settings import Settings
 

@@ -37,8 +37,6 @@ import stat
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import astuple, fields
-from typing import Any
 
 try:  # the module behind hashlib.blake2b, without loading OpenSSL (a few ms at start-up)
     from _blake2 import blake2b
@@ -47,10 +45,15 @@ except ImportError:  # pragma: no cover - other Pythons
 
 from lint_rules import __version__
 from lint_rules.analysis.records import Indexed, Outcome, Reported
+from lint_rules.slotted import field_names
+
+TYPE_CHECKING = False  # `typing` is not imported at run time (a warm `check`)
+if TYPE_CHECKING:
+    from typing import Any
 
 ENV_DIR = "TE_MICROBATCH_LINT_CACHE_DIR"
 MAX_AGE_S = 30 * 24 * 3600
-_FIELDS = [f.name for f in fields(Reported) if f.name != "path"]
+_FIELDS = [name for name in field_names(Reported) if name != "path"]
 _TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# te-microbatch-lint result cache\n"
 
 
@@ -79,7 +82,7 @@ def _row(path: str, row: list[Any]) -> Reported:
 
 def _stored(path: str, finding: Reported) -> list[Any]:
     """A finding as an entry holds it: its own file's steps of evidence without the path."""
-    row = list(astuple(finding))[1:]
+    row = [getattr(finding, name) for name in _FIELDS]
     at = _FIELDS.index("evidence")
     row[at] = [["" if step[0] == path else step[0], *step[1:]] for step in finding.evidence]
     return row
