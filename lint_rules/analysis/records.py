@@ -280,16 +280,16 @@ def bytes_digest(raw: bytes) -> str:
 def keyed_digest(raw_digest: str, settings: Settings, disable_noqa: bool) -> str:
     """``content_digest`` from the digest of the bytes (``bytes_digest``)."""
     digest = blake2b(raw_digest.encode("ascii"), digest_size=20)
-    digest.update(_settings_key(settings, disable_noqa))
+    digest.update(settings_key(settings, disable_noqa))
     return digest.hexdigest()
 
 
 _SETTINGS_KEYS: dict[tuple[int, bool], tuple[Settings, bytes]] = {}
-"""``_settings_key``'s answers by the settings' identity (the settings kept, so that the
+"""``settings_key``'s answers by the settings' identity (the settings kept, so that the
 identity is not reused): the files of a folder share one ``Settings``."""
 
 
-def _settings_key(settings: Settings, disable_noqa: bool) -> bytes:
+def settings_key(settings: Settings, disable_noqa: bool) -> bytes:
     """The part of the cache key that the settings make (the same for every file they rule;
     ``Settings`` is frozen)."""
     known = _SETTINGS_KEYS.get((id(settings), disable_noqa))

@@ -122,6 +122,13 @@ STAT_FIELDS = 11
 
 ANSWERS = "@answers"
 """The key of the run's answers (``ResultCache.answers``) in the cache file."""
+
+RUNS = "@runs"
+"""The key of the outcomes of whole runs (``ResultCache.runs``) in the cache file."""
+
+RUNS_KEPT = 16
+"""Whole runs kept at most (the last used): a tree edited between runs makes a new one each
+time, and only the last one can serve again."""
 RACY_S = 2.0
 
 
@@ -142,6 +149,9 @@ class ResultCache:
         """The answers of runs to the questions of verdicts (``builds``): ``digest -> [when,
         answer]``, the digest of the question and of every file of the run, by path and bytes
         (``answer_of``)."""
+        self.runs: dict[str, list[Any]] = {}
+        """Whole runs of ``check`` (``warm``): ``key -> [when, files, [[place, findings]...]]``,
+        the key a digest of everything the run read (``warm.run_key``)."""
         self.dirty = False
         self.now = int(time.time())
         self._read: Any = None
@@ -156,7 +166,10 @@ class ResultCache:
         if isinstance(loaded, dict):
             stats = loaded.pop(STATS, None)
             answers = loaded.pop(ANSWERS, None)
+            runs = loaded.pop(RUNS, None)
             self.entries = loaded
+            if isinstance(runs, dict):
+                self.runs = runs
             if isinstance(stats, dict):
                 self.stats = stats
             if isinstance(answers, dict):
@@ -191,6 +204,27 @@ class ResultCache:
     def known(self, path: str) -> Any:
         """What the index knows of the bytes of the file at ``path`` (``plan.Known``), when
         its stat (device, inode, size, modification time) is the one recorded; else None."""
+        record = self._record(path)
+        if record is None:
+            return None
+        from lint_rules.analysis.plan import Known
+
+        try:
+            flag, reexport, state, te, digest, size = record[4:10]
+            return Known(bool(flag), bool(reexport), bool(state), bool(te), str(digest), int(size))
+        except (TypeError, ValueError):
+            return None
+
+    def digest_by_stat(self, path: str) -> str | None:
+        """The digest of the bytes of the file at ``path`` (``records.bytes_digest``), when
+        its stat is the one recorded (``known``: no other answer is decoded); else None."""
+        record = self._record(path)
+        digest = None if record is None else record[8]
+        return digest if isinstance(digest, str) and digest else None
+
+    def _record(self, path: str) -> list[Any] | None:
+        """The index's record of the file at ``path`` when its stat is the one recorded (and
+        it is a regular file), its time of use refreshed; else None."""
         record = self.stats.get(os.path.abspath(path))
         if not isinstance(record, list) or len(record) != STAT_FIELDS:
             return None
@@ -199,19 +233,12 @@ class ResultCache:
         except OSError:
             return None
         same = record[:4] == [info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns]
-        if not same or not stat.S_ISREG(info.st_mode):
-            return None
-        from lint_rules.analysis.plan import Known
-
-        try:
-            flag, reexport, state, te, digest, size = record[4:10]
-            known = Known(bool(flag), bool(reexport), bool(state), bool(te), str(digest), int(size))
-        except (TypeError, ValueError):
+        if not same or not stat.S_ISREG(info.st_mode) or not _is_time(record[10]):
             return None
         if self.now - record[10] > 86400:
             record[10] = self.now
             self.dirty = True
-        return known
+        return record
 
     def remember(self, path: str, identity: Any, known: Any) -> None:
         """Record what was read of a file under its stat (``identity``: the ``fileio``
@@ -302,6 +329,42 @@ class ResultCache:
         self.entries[key] = _plain(entry)
         self.dirty = True
 
+    def run_outcomes(self, key: str, files: list[str]) -> list[Outcome] | None:
+        """The outcomes of a whole run kept under ``key`` (``keep_run``), one per file of
+        ``files`` in order, or None when none is kept (or it is not one this tool wrote)."""
+        entry = self.runs.get(key)
+        if not (isinstance(entry, list) and len(entry) == 3 and _is_time(entry[0])):
+            return None
+        _, count, found = entry
+        if count != len(files) or not isinstance(found, list):
+            return None
+        outcomes = [Outcome(path) for path in files]
+        try:
+            for place, rows in found:
+                if not all(_row_ok(row) for row in rows):
+                    return None
+                path = files[place]
+                outcomes[place] = Outcome(path, findings=tuple(_row(path, row) for row in rows))
+        except (TypeError, IndexError, ValueError, AttributeError, RecursionError):
+            return None
+        if self.now - entry[0] > 86400:
+            entry[0] = self.now
+            self.dirty = True
+        return outcomes
+
+    def keep_run(self, key: str, outcomes: list[Outcome]) -> None:
+        """Keep the outcomes of a whole run of ``check`` (every file's findings; a run with
+        an error is not kept) under ``key``, to be served by ``run_outcomes``."""
+        if any(outcome.error is not None for outcome in outcomes):
+            return
+        found = [
+            [place, [_stored(outcome.path, f) for f in outcome.findings]]
+            for place, outcome in enumerate(outcomes)
+            if outcome.findings
+        ]
+        self.runs[key] = [self.now, len(outcomes), _plain(found)]
+        self.dirty = True
+
     def variant(self, digest: str, path: str, package: str | None) -> Outcome | None:
         """The result stored for these bytes judged in ``package``, when the one under
         ``digest`` (``get``) was judged in another package."""
@@ -326,6 +389,12 @@ class ResultCache:
             for k, v in self.answers.items()
             if isinstance(v, list) and len(v) == 2 and _is_time(v[0]) and v[0] >= oldest
         }
+        runs = [
+            (v[0], k)
+            for k, v in self.runs.items()
+            if isinstance(v, list) and len(v) == 3 and _is_time(v[0]) and v[0] >= oldest
+        ]
+        kept[RUNS] = {k: self.runs[k] for _, k in sorted(runs)[-RUNS_KEPT:]}
         import tempfile
 
         with contextlib.suppress(OSError, ValueError, TypeError, RecursionError):

@@ -74,6 +74,7 @@ def _outcomes(
     job: Job,
     files: Sequence[str],
     cache: object = None,
+    crossfile: bool | None = None,
 ) -> Iterable[Outcome]:
     """Every file's outcome, in order, as each finishes; progress drawn on the way. Each
     file is judged with its whole project (``analysis.faces``), whichever files were named;
@@ -87,8 +88,8 @@ def _outcomes(
     from lint_rules.cli.running import POOL_MIN_BYTES, Pool, plan_files, pool_size, run_plan
 
     progress = _progress(args, len(files))
-    # A folder is a project, even with one file in it: nothing else can re-arm its flags.
-    crossfile = len(files) > 1 or (bool(files) and any(os.path.isdir(p) for p in args.paths))
+    if crossfile is None:
+        crossfile = _crossfile(args, files)
     plan = plan_files(
         job, files, config.settings_of, cache, progress.advance, crossfile, CpuSample.now()
     )
@@ -111,6 +112,12 @@ def _outcomes(
                 yield outcome
     finally:
         progress.clear()
+
+
+def _crossfile(args: argparse.Namespace, files: Sequence[str]) -> bool:
+    """Whether the files of an ``--isolated`` run are judged together: more than one, or a
+    folder named, even with one file in it (nothing else can re-arm its flags)."""
+    return len(files) > 1 or (bool(files) and any(os.path.isdir(p) for p in args.paths))
 
 
 def _same_file(a: str, b: str) -> bool:
@@ -182,29 +189,46 @@ def run_check(args: argparse.Namespace, config: Configuration, discovery: Discov
             f"not {args.format} (as in ruff)"
         )
     files = discovery.files
-    job: Any = None
-    if files:  # nothing to read (an empty folder): the per-file machinery is not imported
-        from lint_rules.cli.fixcount import selected
-        from lint_rules.cli.running import Job, check_file
-
-        job = Job(disable_noqa=args.disable_noqa, mode="check")
     cache = None
     if not args.no_cache and files:  # --no-cache: the cache module is not even imported
         from lint_rules.analysis.store import open_cache
 
         cache = open_cache(args.no_cache, args.cache_dir)
     adding = getattr(args, "add_noqa", False)
+    crossfile = _crossfile(args, files)
+    memo: Any = None  # a run over unchanged files is served whole (``cli.warm``): --isolated
+    served = None
+    if cache is not None and args.isolated and not adding:
+        from lint_rules.cli.warm import served as served_run
+
+        memo = (config.settings_of, args.paths, crossfile, args.disable_noqa)
+        served = served_run(cache, files, *memo)
+    job: Any = None
+    if files:  # nothing to read (an empty folder): the per-file machinery is not imported
+        from lint_rules.cli.fixcount import selected
+    if files and served is None:
+        from lint_rules.cli.running import Job, check_file
+
+        job = Job(disable_noqa=args.disable_noqa, mode="check")
     streaming = args.format in TEXT_FORMATS and not args.statistics and not adding
     findings = []
     checked: dict[str, str] = {}  # --add-noqa: the digest of the text each file was checked in
     problems = [Problem(path, reason) for path, reason in discovery.errors]
     applies = _applies(config)
+    made: list[Outcome] | None = [] if memo is not None and served is None else None
     with _output(args, discovery.files) as out:
         style = _style(args, out) if streaming else PLAIN
         concise = args.format == "concise"
-        for outcome in _outcomes(args, config, check_file, job, files, cache) if files else ():
+        stream: Iterable[Outcome] = ()
+        if served is not None:
+            stream = served
+        elif files:
+            stream = _outcomes(args, config, check_file, job, files, cache, crossfile)
+        for outcome in stream:
             if cache is not None:
                 cache.put(outcome)
+            if made is not None:
+                made.append(outcome)
             if outcome.error:
                 problems.append(_problem(outcome))
             checked[outcome.path] = outcome.digest
@@ -214,6 +238,10 @@ def run_check(args: argparse.Namespace, config: Configuration, discovery: Discov
                 out.write(format_text(kept, style, concise))
                 out.flush()
             findings.extend(kept)
+        if made is not None and cache is not None:  # made in full: kept whole
+            from lint_rules.cli.warm import keep
+
+            keep(cache, made, *memo)
         if cache is not None:
             cache.save()
         if not adding:
