@@ -215,17 +215,19 @@ class ResultCache:
         except (TypeError, ValueError):
             return None
 
-    def digest_by_stat(self, path: str) -> str | None:
+    def digest_by_stat(self, path: str, absolute: str | None = None) -> str | None:
         """The digest of the bytes of the file at ``path`` (``records.bytes_digest``), when
-        its stat is the one recorded (``known``: no other answer is decoded); else None."""
-        record = self._record(path)
+        its stat is the one recorded (``known``: no other answer is decoded); else None.
+        ``absolute``: ``os.path.abspath(path)``, when the caller has it."""
+        record = self._record(path, absolute)
         digest = None if record is None else record[8]
         return digest if isinstance(digest, str) and digest else None
 
-    def _record(self, path: str) -> list[Any] | None:
-        """The index's record of the file at ``path`` when its stat is the one recorded (and
-        it is a regular file), its time of use refreshed; else None."""
-        record = self.stats.get(os.path.abspath(path))
+    def _record(self, path: str, absolute: str | None = None) -> list[Any] | None:
+        """The index's record of the file at ``path`` (``absolute``: its absolute path, if
+        known) when its stat is the one recorded (and it is a regular file), its time of use
+        refreshed; else None."""
+        record = self.stats.get(absolute or os.path.abspath(path))
         if not isinstance(record, list) or len(record) != STAT_FIELDS:
             return None
         try:
@@ -330,21 +332,25 @@ class ResultCache:
         self.dirty = True
 
     def run_outcomes(self, key: str, files: list[str]) -> list[Outcome] | None:
-        """The outcomes of a whole run kept under ``key`` (``keep_run``), one per file of
-        ``files`` in order, or None when none is kept (or it is not one this tool wrote)."""
+        """The outcomes of the files with findings of a whole run over ``files`` kept under
+        ``key`` (``keep_run``), in the order of the files (the others' outcomes say nothing),
+        or None when none is kept (or it is not one this tool wrote)."""
         entry = self.runs.get(key)
         if not (isinstance(entry, list) and len(entry) == 3 and _is_time(entry[0])):
             return None
         _, count, found = entry
         if count != len(files) or not isinstance(found, list):
             return None
-        outcomes = [Outcome(path) for path in files]
+        outcomes = []
         try:
+            last = -1
             for place, rows in found:
+                if not (isinstance(place, int) and last < place < count and rows):
+                    return None
                 if not all(_row_ok(row) for row in rows):
                     return None
-                path = files[place]
-                outcomes[place] = Outcome(path, findings=tuple(_row(path, row) for row in rows))
+                path, last = files[place], place
+                outcomes.append(Outcome(path, findings=tuple(_row(path, row) for row in rows)))
         except (TypeError, IndexError, ValueError, AttributeError, RecursionError):
             return None
         if self.now - entry[0] > 86400:

@@ -58,8 +58,10 @@ def run_key(
     chosen: list[Settings] = []  # held, so that no id is reused while the key is made
     folders: dict[str, None] = {}
     absolute: set[str] = set()
+    rows: list[str] = []
     for path in files:
-        known = cache.digest_by_stat(path)
+        full = os.path.abspath(path)
+        known = cache.digest_by_stat(path, full)
         if known is None:
             return None
         settings = settings_of(path)
@@ -69,10 +71,10 @@ def run_key(
             chosen.append(settings)
             key = settings_key(settings, disable_noqa)
             digest.update(b"\1%d\0" % len(key) + key)
-        full = os.path.abspath(path)
         absolute.add(full)
         folders[os.path.dirname(full)] = None
-        digest.update(f"\2{path}\0{known}\0{kind}".encode("utf-8", "surrogatepass"))
+        rows.append(f"\2{path}\0{known}\0{kind}")
+    digest.update("".join(rows).encode("utf-8", "surrogatepass"))
     packages = _packages(folders, absolute)
     digest.update(repr(sorted(packages.items())).encode("utf-8", "surrogatepass"))
     return digest.hexdigest()
@@ -101,7 +103,8 @@ def served(
     crossfile: bool,
     disable_noqa: bool,
 ) -> list[Outcome] | None:
-    """The outcomes of a run over ``files`` kept under its key (``keep``), or None."""
+    """The outcomes of the files with findings of a run over ``files`` kept under its key
+    (``keep``), in order, or None when no run is kept under it."""
     key = run_key(cache, files, settings_of, roots, crossfile, disable_noqa)
     return None if key is None else cache.run_outcomes(key, list(files))
 
