@@ -240,3 +240,21 @@ def test_a_warm_run_imports_only_the_cache_discovery_and_output(tree: Path) -> N
         "lint_rules.slotted",
     }
     assert not {"ast", "dataclasses", "typing", "inspect", "tempfile"} & modules
+
+
+def test_the_code_hash_follows_every_module_of_the_linter(tmp_path: Path) -> None:
+    """An edited module anywhere in the package makes another version (its size or its
+    modification time); compiled files do not count."""
+    (tmp_path / "sub" / "__pycache__").mkdir(parents=True)
+    (tmp_path / "a.py").write_text("A = 1\n")
+    (tmp_path / "sub" / "b.py").write_text("B = 1\n")
+    (tmp_path / "sub" / "__pycache__" / "c.py").write_text("")
+    first = store.code_hash(str(tmp_path))
+    os.utime(tmp_path / "sub" / "__pycache__" / "c.py", (1, 1))
+    assert store.code_hash(str(tmp_path)) == first
+    os.utime(tmp_path / "sub" / "b.py", (1, 1))
+    second = store.code_hash(str(tmp_path))
+    assert second != first
+    (tmp_path / "a.py").write_text("A = 2\n")
+    os.utime(tmp_path / "a.py", (1, 1))
+    assert store.code_hash(str(tmp_path)) not in (first, second)

@@ -57,19 +57,33 @@ _FIELDS = [name for name in field_names(Reported) if name != "path"]
 _TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# te-microbatch-lint result cache\n"
 
 
-def code_hash() -> str:
-    """The linter's own code, by module sizes and mtimes (cheap: a stat per module)."""
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+def code_hash(root: str | None = None) -> str:
+    """The linter's own code (the modules under ``root``, by default the package's), by
+    module sizes and mtimes (cheap: a stat per module)."""
+    root = root or os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     # The interpreter too: one checkout installed in two Pythons must not share results (a
     # file one of them cannot parse).
     digest = blake2b(f"{__version__} {sys.version}".encode(), digest_size=8)
-    for folder, dirs, names in sorted(os.walk(root)):
-        dirs[:] = sorted(d for d in dirs if d != "__pycache__")  # no module in there
-        for name in sorted(names):
-            if name.endswith(".py"):
-                info = os.stat(os.path.join(folder, name))
-                digest.update(f"{folder}/{name}:{info.st_size}:{info.st_mtime_ns};".encode())
+    modules: list[str] = []
+    _modules(root, modules)
+    digest.update("".join(modules).encode("utf-8", "surrogateescape"))
     return digest.hexdigest()
+
+
+def _modules(folder: str, found: list[str]) -> None:
+    """``path:size:mtime;`` of every module under ``folder``, in the order of their names
+    (a folder's modules, then each folder below it; links to folders are not followed)."""
+    with os.scandir(folder) as entries:
+        listed = sorted(entries, key=lambda entry: entry.name)
+    below = []
+    for entry in listed:
+        if entry.name.endswith(".py"):
+            info = entry.stat()
+            found.append(f"{entry.path}:{info.st_size}:{info.st_mtime_ns};")
+        elif entry.name != "__pycache__" and entry.is_dir(follow_symlinks=False):
+            below.append(entry.path)
+    for path in below:
+        _modules(path, found)
 
 
 def _row(path: str, row: list[Any]) -> Reported:
