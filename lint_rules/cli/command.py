@@ -241,7 +241,7 @@ def run_check(args: argparse.Namespace, config: Configuration, discovery: Discov
         if made is not None and cache is not None:  # made in full: kept whole
             from lint_rules.cli.warm import keep
 
-            keep(cache, made, *memo)
+            keep(cache, files, made, *memo)
         if cache is not None:
             cache.save()
         if not adding:

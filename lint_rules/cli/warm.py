@@ -111,15 +111,18 @@ def served(
 
 def keep(
     cache: ResultCache,
+    files: Sequence[str],
     outcomes: list[Outcome],
     settings_of: Callable[[str], Settings],
     roots: Sequence[str],
     crossfile: bool,
     disable_noqa: bool,
 ) -> None:
-    """Keep the outcomes of a run made in full, under the key of what it read, computed now
-    (a file changed since the run read it gives no key: nothing is kept)."""
-    files = [outcome.path for outcome in outcomes]
+    """Keep the outcomes of a run made in full over ``files`` (one each, in order), under the
+    key of what it read, computed now (a file changed since the run read it gives no key:
+    nothing is kept)."""
+    if [outcome.path for outcome in outcomes] != list(files):
+        return
     key = run_key(cache, files, settings_of, roots, crossfile, disable_noqa)
     if key is not None:
         cache.keep_run(key, outcomes)
