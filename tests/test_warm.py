@@ -196,6 +196,26 @@ def test_a_run_with_a_file_written_just_now_is_made_in_full(
     assert made.runs == runs + 2
 
 
+def test_a_syntax_error_is_served_too(
+    tree: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file that cannot be parsed is an error of its bytes: a run with it is kept whole,
+    and served (the error line and exit status 2 again); fixed, the run is made in full."""
+    made = Made(monkeypatch)
+    first = _check(capsys, "--no-cache", "pkg")
+    broken = tree / "pkg" / "broken.py"
+    broken.write_text("def f(:\n    return m(x, is_first_microbatch=True)\n")
+    _age(tree)
+    for runs in (2, 2):  # the fresh run, then the run made in full, then served
+        assert command.main(["check", "--isolated", "--cache-dir", "../cache", "pkg"]) == 2
+        err = capsys.readouterr().err
+        assert "pkg/broken.py: error: cannot parse: " in err and "(line 1, column 7)" in err
+        assert made.runs == runs
+    broken.write_text("def f(m, x):\n    return m(x, flag=True)\n")
+    _age(tree)
+    assert _warm_is_fresh(capsys, made, "pkg") == first
+
+
 def test_a_warm_run_imports_only_the_cache_discovery_and_output(tree: Path) -> None:
     """What a fresh interpreter imports for a warm ``check --isolated`` of an unchanged tree:
     no module of the analysis, no first pass, no ``ast``, ``dataclasses``, ``typing`` or
@@ -222,6 +242,7 @@ def test_a_warm_run_imports_only_the_cache_discovery_and_output(tree: Path) -> N
     assert ours == {
         "lint_rules",
         "lint_rules.analysis",
+        "lint_rules.analysis.codehash",
         "lint_rules.analysis.records",
         "lint_rules.analysis.store",
         "lint_rules.cli",

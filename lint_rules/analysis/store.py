@@ -34,7 +34,6 @@ import contextlib
 import json
 import os
 import stat
-import sys
 import time
 from collections.abc import Iterator
 
@@ -44,6 +43,7 @@ except ImportError:  # pragma: no cover - other Pythons
     from hashlib import blake2b
 
 from lint_rules import __version__
+from lint_rules.analysis.codehash import code_hash
 from lint_rules.analysis.records import Indexed, Outcome, Reported
 from lint_rules.slotted import field_names
 
@@ -55,35 +55,6 @@ ENV_DIR = "TE_MICROBATCH_LINT_CACHE_DIR"
 MAX_AGE_S = 30 * 24 * 3600
 _FIELDS = [name for name in field_names(Reported) if name != "path"]
 _TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# te-microbatch-lint result cache\n"
-
-
-def code_hash(root: str | None = None) -> str:
-    """The linter's own code (the modules under ``root``, by default the package's), by
-    module sizes and mtimes (cheap: a stat per module)."""
-    root = root or os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    # The interpreter too: one checkout installed in two Pythons must not share results (a
-    # file one of them cannot parse).
-    digest = blake2b(f"{__version__} {sys.version}".encode(), digest_size=8)
-    modules: list[str] = []
-    _modules(root, modules)
-    digest.update("".join(modules).encode("utf-8", "surrogateescape"))
-    return digest.hexdigest()
-
-
-def _modules(folder: str, found: list[str]) -> None:
-    """``path:size:mtime;`` of every module under ``folder``, in the order of their names
-    (a folder's modules, then each folder below it; links to folders are not followed)."""
-    with os.scandir(folder) as entries:
-        listed = sorted(entries, key=lambda entry: entry.name)
-    below = []
-    for entry in listed:
-        if entry.name.endswith(".py"):
-            info = entry.stat()
-            found.append(f"{entry.path}:{info.st_size}:{info.st_mtime_ns};")
-        elif entry.name != "__pycache__" and entry.is_dir(follow_symlinks=False):
-            below.append(entry.path)
-    for path in below:
-        _modules(path, found)
 
 
 def _row(path: str, row: list[Any]) -> Reported:
@@ -346,9 +317,9 @@ class ResultCache:
         self.dirty = True
 
     def run_outcomes(self, key: str, files: list[str]) -> list[Outcome] | None:
-        """The outcomes of the files with findings of a whole run over ``files`` kept under
-        ``key`` (``keep_run``), in the order of the files (the others' outcomes say nothing),
-        or None when none is kept (or it is not one this tool wrote)."""
+        """The outcomes of the files with findings or a syntax error of a whole run over
+        ``files`` kept under ``key`` (``keep_run``), in the order of the files (the others'
+        outcomes say nothing), or None when none is kept (or it is not one this tool wrote)."""
         entry = self.runs.get(key)
         if not (isinstance(entry, list) and len(entry) == 3 and _is_time(entry[0])):
             return None
@@ -358,13 +329,19 @@ class ResultCache:
         outcomes = []
         try:
             last = -1
-            for place, rows in found:
-                if not (isinstance(place, int) and last < place < count and rows):
+            for place, rows, error in found:
+                if not (isinstance(place, int) and last < place < count and (rows or error)):
                     return None
                 if not all(_row_ok(row) for row in rows):
                     return None
                 path, last = files[place], place
-                outcomes.append(Outcome(path, findings=tuple(_row(path, row) for row in rows)))
+                if error is None:
+                    outcomes.append(Outcome(path, findings=tuple(_row(path, r) for r in rows)))
+                    continue
+                message, line, column = error
+                if rows or not (isinstance(message, str) and _optional_int(line, column)):
+                    return None
+                outcomes.append(Outcome(path, error=message, error_line=line, error_column=column))
         except (TypeError, IndexError, ValueError, AttributeError, RecursionError):
             return None
         if self.now - entry[0] > 86400:
@@ -373,15 +350,19 @@ class ResultCache:
         return outcomes
 
     def keep_run(self, key: str, outcomes: list[Outcome]) -> None:
-        """Keep the outcomes of a whole run of ``check`` (every file's findings; a run with
-        an error is not kept) under ``key``, to be served by ``run_outcomes``."""
-        if any(outcome.error is not None for outcome in outcomes):
-            return
-        found = [
-            [place, [_stored(outcome.path, f) for f in outcome.findings]]
-            for place, outcome in enumerate(outcomes)
-            if outcome.findings
-        ]
+        """Keep the outcomes of a whole run of ``check`` (every file's findings, and its
+        syntax errors) under ``key``, to be served by ``run_outcomes``. A run with another
+        error (one without a place in the file: an internal error) is not kept."""
+        found = []
+        for place, outcome in enumerate(outcomes):
+            error = None
+            if outcome.error is not None:
+                if outcome.error_line is None or outcome.findings:
+                    return
+                error = [outcome.error, outcome.error_line, outcome.error_column]
+            if outcome.findings or error:
+                rows = [_stored(outcome.path, f) for f in outcome.findings]
+                found.append([place, rows, error])
         self.runs[key] = [self.now, len(outcomes), _plain(found)]
         self.dirty = True
 
