@@ -52,7 +52,8 @@ def run_key(
     docstring), or None when a file's stat is not the one the index recorded."""
     digest = blake2b(digest_size=20)
     named = [(root, os.path.isdir(root)) for root in roots]
-    head = repr((KEY_FORMAT, os.getcwd(), named, crossfile, disable_noqa, len(files)))
+    cwd = os.getcwd()
+    head = repr((KEY_FORMAT, cwd, named, crossfile, disable_noqa, len(files)))
     digest.update(head.encode("utf-8", "surrogatepass"))
     kinds: dict[int, int] = {}
     chosen: list[Settings] = []  # held, so that no id is reused while the key is made
@@ -60,7 +61,7 @@ def run_key(
     absolute: set[str] = set()
     rows: list[str] = []
     for path in files:
-        full = os.path.abspath(path)
+        full = os.path.normpath(os.path.join(cwd, path))  # ``abspath``, one getcwd
         known = cache.digest_by_stat(path, full)
         if known is None:
             return None
