@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 
@@ -255,7 +254,9 @@ def run_check(args: argparse.Namespace, config: Configuration, discovery: Discov
         added, errors = add_noqa(findings, args.quiet, checked, config.settings_of, job)
         _report(errors)
         if not args.quiet:
-            print(f"{PROG}: added `# noqa` to {_count(added, 'line')}", file=sys.stderr)
+            from lint_rules.cli.fixtally import count
+
+            print(f"{PROG}: added `# noqa` to {count(added, 'line')}", file=sys.stderr)
         return EXIT_ERROR if problems or errors else EXIT_CLEAN
     hint = fixable_hint(findings, applies)
     return _check_status(args, findings, problems, hint)
@@ -306,6 +307,7 @@ def _write_report(
 
 
 def run_fix(args: argparse.Namespace, config: Configuration, discovery: Discovery) -> int:
+    from lint_rules.cli.fixtally import FixTally
     from lint_rules.cli.running import Job, fix_file, fixed_count, shown_path
 
     mode = "diff" if args.diff else "verify" if args.check else "write"
@@ -344,56 +346,6 @@ def run_fix(args: argparse.Namespace, config: Configuration, discovery: Discover
     return EXIT_CLEAN
 
 
-class FixTally:
-    """What ``fix`` did over all files, for its summary line and its exit status (a plain
-    class: a dataclass costs ``check`` a millisecond at start-up)."""
-
-    def __init__(self) -> None:
-        self.changed = self.fixed = self.unchanged = self.unsafe = 0
-        self.remaining: Counter[str] = Counter()
-        self.added_imports: set[str] = set()
-        self.refused = 0
-        """Files given up on (one error line each, the file untouched): not parsed, a fix that
-        would not verify, a write that failed."""
-        self.errors = 0
-        """Error lines of the run: the refused files and the paths that could not be read."""
-
-    def add(self, outcome: Outcome) -> None:
-        self.added_imports.update(outcome.added_imports)
-        self.changed += outcome.changed
-        self.unchanged += not outcome.changed
-        self.fixed += outcome.fixed
-        self.unsafe += outcome.unsafe
-        self.remaining.update(outcome.remaining)
-
-    def summary(self, verb: str) -> str:
-        """``N fixed, M remaining`` as ruff says it, naming the codes left and why."""
-        done = "fixed" if verb == "fixed" else "would be fixed"
-        left = sum(self.remaining.values())
-        refused = f", {self.refused} refused" if self.refused else ""
-        text = (
-            f"{self.fixed} {done}, {left} remaining "
-            f"({_count(self.changed, 'file')} changed, {self.unchanged} unchanged{refused})"
-        )
-        if left:
-            codes = ", ".join(f"{code} x{n}" for code, n in sorted(self.remaining.items()))
-            text += f": {codes}"
-        hints = []
-        if self.unsafe:
-            hints.append(
-                f"{_count(self.unsafe, 'unsafe fix', 'unsafe fixes')} not applied "
-                "(--unsafe-fixes applies them)"
-            )
-        if self.remaining.get("TEM004"):
-            hints.append("TEM004 has no automatic fix")
-        if self.errors:
-            hints.append(
-                f"{_count(self.errors, 'error')} above"
-                + (": a refused file is left untouched" if self.refused else "")
-            )
-        return text + "".join(f"; {hint}" for hint in hints)
-
-
 def _note_default_guard(added_imports: Iterable[str]) -> None:
     """Once per run: the default guard is in no released megatron-core (docs/fixes.md)."""
     from lint_rules.rules import DEFAULT_GUARD_IMPORT
@@ -426,10 +378,6 @@ def explain_rules(codes: Sequence[str], every: bool) -> int:
     chosen = list(RULES) if every else chosen
     sys.stdout.write("\n".join(explain(RULES[code]) for code in chosen))
     return EXIT_CLEAN
-
-
-def _count(number: int, noun: str, plural: str | None = None) -> str:
-    return f"{number} {noun if number == 1 else plural or noun + 's'}"
 
 
 def run_stdin(args: argparse.Namespace, config: Configuration) -> int:
