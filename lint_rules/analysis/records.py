@@ -6,6 +6,9 @@ processes return, the on-disk index stores and every face prints.
   its verdicts read from it (names, digests): set when the file was judged with its project.
 - ``Outcome``: what processing one file gave (findings or an error; for ``fix``, what changed).
 - ``Job``: what a worker needs besides the path and its settings.
+
+Each is a ``slotted.Frozen`` record, not a dataclass: a warm run served from the cache builds
+them without importing ``dataclasses`` (nor ``typing``, nor the prefilter).
 """
 
 from __future__ import annotations
