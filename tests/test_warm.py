@@ -227,11 +227,11 @@ def test_a_warm_run_imports_only_the_cache_discovery_and_output(tree: Path) -> N
         "print(status, '\\0' + ' '.join(sorted(sys.modules)))\n"
     )
 
-    def run() -> tuple[str, set[str]]:
+    def run(status: int = 1) -> tuple[str, set[str]]:
         done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
         assert done.returncode == 0, done.stderr
         out, _, modules = done.stdout.rpartition("\0")
-        assert out.endswith("1 ")  # findings
+        assert out.endswith(f"{status} ")  # 1: findings; 2: a file that cannot be parsed
         return out, set(modules.split())
 
     first, modules = run()
@@ -261,6 +261,12 @@ def test_a_warm_run_imports_only_the_cache_discovery_and_output(tree: Path) -> N
         "lint_rules.slotted",
     }
     assert not {"ast", "dataclasses", "typing", "inspect", "tempfile"} & modules
+    # A file that cannot be parsed: its error line is printed without the per-file machinery.
+    (tree / "pkg" / "broken.py").write_text("def f(:\n    return m(x, is_first_microbatch=1)\n")
+    _age(tree)
+    run(2)
+    _, served = run(2)
+    assert served == modules
 
 
 def test_the_code_hash_follows_every_module_of_the_linter(tmp_path: Path) -> None:

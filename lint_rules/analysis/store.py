@@ -17,16 +17,16 @@ each reading what the one before wrote, so the project is analysed once; where n
 be taken, the last writer wins and the others' entries are only recomputed. The answers a
 run gives to the questions of its verdicts (``builds``) are kept too, under the question and
 every file of the run by path and bytes, and so are the findings of whole runs of ``check
---isolated`` (``runs``), under a digest of everything such a run reads (``cli.warm``). The code
-hash (``codehash``) covers the size and mtime of every module of ``lint_rules``, so an edited or upgraded
-linter never reads old results. Paths are not part of the key: a moved or copied file hits too,
-its evidence named after it; the same bytes judged in two packages (two alike ``__init__.py``)
-keep a result each (``variant``). Entries not used for 30 days are dropped when the file is
-written. The directory is ``--cache-dir``, else ``$TE_MICROBATCH_LINT_CACHE_DIR``, else
-``te-microbatch-lint`` in the user's cache directory (``platformdirs``: ``$XDG_CACHE_HOME`` or
-``~/.cache`` on Linux), so nothing is written into the project; it holds a ``CACHEDIR.TAG``.
-``--no-cache`` turns it off. A cache that cannot be read or written is ignored (the run is just
-not faster).
+--isolated`` (``runs``), under a digest of everything such a run reads (``cli.warm``). The
+code hash (``codehash``) covers the size and mtime of every module of ``lint_rules``, so an
+edited or upgraded linter never reads old results. Paths are not part of the key: a moved or
+copied file hits too, its evidence named after it; the same bytes judged in two packages (two
+alike ``__init__.py``) keep a result each (``variant``). Entries not used for 30 days are
+dropped when the file is written. The directory is ``--cache-dir``, else
+``$TE_MICROBATCH_LINT_CACHE_DIR``, else ``te-microbatch-lint`` in the user's cache directory
+(``platformdirs``: ``$XDG_CACHE_HOME`` or ``~/.cache`` on Linux), so nothing is written into
+the project; it holds a ``CACHEDIR.TAG``. ``--no-cache`` turns it off. A cache that cannot be
+read or written is ignored (the run is just not faster).
 """
 
 from __future__ import annotations

@@ -26,6 +26,7 @@ from lint_rules.cli.formats import (
     format_statistics,
     format_text,
     rule_url,
+    shown_path,
     use_colour,
 )
 from lint_rules.cli.options import COMMANDS, Configuration, build_parser, configure
@@ -56,8 +57,6 @@ def _progress(args: argparse.Namespace, total: int) -> Progress:
 
 def _report(items: Iterable[tuple[str, str]], kind: str = "error") -> None:
     for path, reason in items:
-        from lint_rules.cli.running import shown_path  # loaded only to name something
-
         print(f"{shown_path(path)}: {kind}: {reason}", file=sys.stderr)
 
 
@@ -308,7 +307,7 @@ def _write_report(
 
 def run_fix(args: argparse.Namespace, config: Configuration, discovery: Discovery) -> int:
     from lint_rules.cli.fixtally import FixTally
-    from lint_rules.cli.running import Job, fix_file, fixed_count, shown_path
+    from lint_rules.cli.running import Job, fix_file, fixed_count
 
     mode = "diff" if args.diff else "verify" if args.check else "write"
     if mode == "write":
