@@ -17,11 +17,11 @@ from pathlib import Path
 
 from lint_rules.slotted import Frozen
 
-TYPE_CHECKING = False  # ``running`` (the per-file machinery) is not loaded for its type
+TYPE_CHECKING = False  # `typing` is not imported at run time (start-up)
 if TYPE_CHECKING:
     from typing import Any, TextIO
 
-    from lint_rules.cli.running import Reported
+    from lint_rules.analysis.records import Reported
 
 PROG = "te-microbatch-lint"
 
