@@ -126,6 +126,23 @@ def test_a_run_that_was_not_kept_never_serves_an_older_one(
     assert _warm_is_fresh(capsys, made, "pkg") == changed
 
 
+def test_a_command_keeps_one_run(
+    tree: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run kept replaces the one kept before for the same command (its files changed since),
+    so that a tree edited between runs does not pile up copies of its findings."""
+    made = Made(monkeypatch)
+    first = _warm_is_fresh(capsys, made, "pkg")
+    _warm_is_fresh(capsys, made, "--unresolved", "report", "pkg")
+    stateful = tree / "pkg" / "stateful.py"
+    for n in range(3):
+        stateful.write_text(stateful.read_text() + f"\nEDIT = {n}\n")
+        _age(tree)
+        assert _warm_is_fresh(capsys, made, "pkg") == first
+    (index,) = (tree.parent / "cache").rglob("*.json")
+    assert len(json.loads(index.read_text())["@runs"]) == 2  # one per command
+
+
 def test_a_file_changed_that_another_depends_on_through_the_index(
     tree: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -113,8 +113,7 @@ RUNS = "@runs"
 """The key of the outcomes of whole runs (``ResultCache.runs``) in the cache file."""
 
 RUNS_KEPT = 16
-"""Whole runs kept at most (the last used): a tree edited between runs makes a new one each
-time, and only the last one can serve again."""
+"""Whole runs kept at most (the last used), one per command (``keep_run``)."""
 RACY_S = 2.0
 
 
@@ -136,8 +135,9 @@ class ResultCache:
         answer]``, the digest of the question and of every file of the run, by path and bytes
         (``answer_of``)."""
         self.runs: dict[str, list[Any]] = {}
-        """Whole runs of ``check`` (``warm``): ``key -> [when, files, [[place, findings]...]]``,
-        the key a digest of everything the run read (``warm.run_key``)."""
+        """Whole runs of ``check`` (``warm``): ``key -> [when, files, [[place, findings,
+        error]...], command]``, the key a digest of everything the run read, the command a
+        digest of its paths, flags and settings (``warm.run_key``)."""
         self.dirty = False
         self.now = int(time.time())
         self._read: Any = None
@@ -322,9 +322,9 @@ class ResultCache:
         ``files`` kept under ``key`` (``keep_run``), in the order of the files (the others'
         outcomes say nothing), or None when none is kept (or it is not one this tool wrote)."""
         entry = self.runs.get(key)
-        if not (isinstance(entry, list) and len(entry) == 3 and _is_time(entry[0])):
+        if not (isinstance(entry, list) and len(entry) == 4 and _is_time(entry[0])):
             return None
-        _, count, found = entry
+        _, count, found, _ = entry
         if count != len(files) or not isinstance(found, list):
             return None
         outcomes = []
@@ -350,10 +350,13 @@ class ResultCache:
             self.dirty = True
         return outcomes
 
-    def keep_run(self, key: str, outcomes: list[Outcome]) -> None:
+    def keep_run(self, key: str, outcomes: list[Outcome], command: str) -> None:
         """Keep the outcomes of a whole run of ``check`` (every file's findings, and its
-        syntax errors) under ``key``, to be served by ``run_outcomes``. A run with another
-        error (one without a place in the file: an internal error) is not kept."""
+        syntax errors) under ``key``, to be served by ``run_outcomes``, in place of the run
+        kept for the same ``command`` (the files it read have changed since: it is not served
+        again unless they change back, and each run holds every finding of its files). A run
+        with another error (one without a place in the file: an internal error) is not
+        kept."""
         found = []
         for place, outcome in enumerate(outcomes):
             error = None
@@ -364,7 +367,9 @@ class ResultCache:
             if outcome.findings or error:
                 rows = [_stored(outcome.path, f) for f in outcome.findings]
                 found.append([place, rows, error])
-        self.runs[key] = [self.now, len(outcomes), _plain(found)]
+        for old in [k for k, v in self.runs.items() if isinstance(v, list) and v[-1:] == [command]]:
+            del self.runs[old]
+        self.runs[key] = [self.now, len(outcomes), _plain(found), command]
         self.dirty = True
 
     def variant(self, digest: str, path: str, package: str | None) -> Outcome | None:
@@ -394,7 +399,7 @@ class ResultCache:
         runs = [
             (v[0], k)
             for k, v in self.runs.items()
-            if isinstance(v, list) and len(v) == 3 and _is_time(v[0]) and v[0] >= oldest
+            if isinstance(v, list) and len(v) == 4 and _is_time(v[0]) and v[0] >= oldest
         ]
         kept[RUNS] = {k: self.runs[k] for _, k in sorted(runs)[-RUNS_KEPT:]}
         import tempfile

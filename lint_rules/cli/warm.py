@@ -47,14 +47,17 @@ def run_key(
     roots: Sequence[str],
     crossfile: bool,
     disable_noqa: bool,
-) -> str | None:
+) -> tuple[str, str] | None:
     """The digest of everything a ``check --isolated`` of ``files`` reads (the module's
-    docstring), or None when a file's stat is not the one the index recorded."""
+    docstring), and the digest of the command alone (its paths, flags and settings: a run
+    kept replaces the one kept before for the same command, which the files' changes made
+    stale); None when a file's stat is not the one the index recorded."""
     digest = blake2b(digest_size=20)
     named = [(root, os.path.isdir(root)) for root in roots]
     cwd = os.getcwd()
-    head = repr((KEY_FORMAT, cwd, named, crossfile, disable_noqa, len(files)))
-    digest.update(head.encode("utf-8", "surrogatepass"))
+    head = repr((KEY_FORMAT, cwd, named, crossfile, disable_noqa)).encode("utf-8", "surrogatepass")
+    command = blake2b(head, digest_size=20)
+    digest.update(head + b"\0%d" % len(files))
     kinds: dict[int, int] = {}
     chosen: list[Settings] = []  # held, so that no id is reused while the key is made
     folders: dict[str, None] = {}
@@ -72,13 +75,14 @@ def run_key(
             chosen.append(settings)
             key = settings_key(settings, disable_noqa)
             digest.update(b"\1%d\0" % len(key) + key)
+            command.update(b"\1%d\0" % len(key) + key)
         absolute.add(full)
         folders[os.path.dirname(full)] = None
         rows.append(f"\2{path}\0{known}\0{kind}")
     digest.update("".join(rows).encode("utf-8", "surrogatepass"))
     packages = _packages(folders, absolute)
     digest.update(repr(sorted(packages.items())).encode("utf-8", "surrogatepass"))
-    return digest.hexdigest()
+    return digest.hexdigest(), command.hexdigest()
 
 
 def _packages(folders: dict[str, None], files: set[str]) -> dict[str, bool]:
@@ -106,8 +110,8 @@ def served(
 ) -> list[Outcome] | None:
     """The outcomes of the files with findings of a run over ``files`` kept under its key
     (``keep``), in order, or None when no run is kept under it."""
-    key = run_key(cache, files, settings_of, roots, crossfile, disable_noqa)
-    return None if key is None else cache.run_outcomes(key, list(files))
+    keys = run_key(cache, files, settings_of, roots, crossfile, disable_noqa)
+    return None if keys is None else cache.run_outcomes(keys[0], list(files))
 
 
 def keep(
@@ -124,6 +128,6 @@ def keep(
     nothing is kept)."""
     if [outcome.path for outcome in outcomes] != list(files):
         return
-    key = run_key(cache, files, settings_of, roots, crossfile, disable_noqa)
-    if key is not None:
-        cache.keep_run(key, outcomes)
+    keys = run_key(cache, files, settings_of, roots, crossfile, disable_noqa)
+    if keys is not None:
+        cache.keep_run(keys[0], outcomes, keys[1])
