@@ -4,7 +4,7 @@ A run of ``check --isolated`` over files is a function of what it reads: the byt
 file, the settings of each (the part that can change a finding, ``records.settings_key``),
 the paths as named and the working directory (module names, ``analysis.runindex.Modules``),
 which folders are packages (an ``__init__.py``, in the run or excluded from it), and the
-linter's own code and Python (the index is kept per version of both: ``store.code_hash``).
+linter's own code and Python (the index is kept per version of both: ``codehash``).
 ``run_key`` digests all of it, each file's bytes by the digest the index recorded under the
 file's stat (``store.ResultCache.digest_by_stat``: an unchanged stat, not re-read, as in the
 first pass of every run); a file whose stat is not the one recorded (changed, new, or written
