@@ -3,9 +3,10 @@
 Importing ``dataclasses`` imports ``inspect`` (and with it ``ast``, ``dis`` and ``tokenize``):
 about a fifth of the instructions of ``check`` on an empty folder. So the classes built before
 any file is analysed (``Settings``, ``Rule``, ``Layer``, ``Configuration``, the discovery and
-output records) derive from ``Record`` or ``Frozen`` instead. Each one lists its fields in
-``__slots__`` (in the order of its constructor) and writes its ``__init__``, whose signature is
-the type checker's, starting with ``self._fill(locals())``.
+output records, and the records of a run, ``analysis.records``, which a warm run served from
+the cache builds without analysing anything) derive from ``Record`` or ``Frozen`` instead.
+Each one lists its fields in ``__slots__`` (in the order of its constructor) and writes its
+``__init__``, whose signature is the type checker's, starting with ``self._fill(locals())``.
 
 Behaviour kept from the dataclass each replaces: ``repr`` (field by field, by qualified name),
 ``==`` on the same class over the compared fields (``_uncompared`` names the others), and for

@@ -9,7 +9,7 @@ import pickle
 
 import pytest
 
-from lint_rules.analysis.records import _settings_key
+from lint_rules.analysis.records import settings_key
 from lint_rules.cli.discovery import Discovery, ExcludePattern
 from lint_rules.cli.formats import Problem, Style
 from lint_rules.rules import RULES
@@ -93,6 +93,6 @@ def test_the_settings_cache_key_is_the_dataclass_one() -> None:
     names = field_names(Settings)
     assert names[:3] == ("guard_functions", "tracked_functions", "import_helpers")
     assert names[-4:] == ("file_ignored", "config_file", "enabled", "sources")
-    key = _settings_key(Settings(fix_strategy="guard"), True).decode()
+    key = settings_key(Settings(fix_strategy="guard"), True).decode()
     assert key.startswith(f"([('guard_functions', {DEFAULT_SETTINGS.guard_functions!r}), ")
     assert "('te_version', ''), ('fix_strategy', 'guard'), " in key and key.endswith("], True)")

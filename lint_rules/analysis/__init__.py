@@ -19,19 +19,18 @@ walked, which keeps the cost near ``ast.parse`` (benchmarks/README.md).
 
 from __future__ import annotations
 
-import ast
-import gc
-import warnings
-from typing import TYPE_CHECKING, Any
-
-from lint_rules.analysis.exports import Export
-from lint_rules.analysis.prefilter import ON, Gates
-from lint_rules.deep import deep
-from lint_rules.findings import Finding
-from lint_rules.settings import DEFAULT_SETTINGS, Settings
-
+TYPE_CHECKING = False  # `typing` is not imported at run time: a warm `check` loads no analysis
 if TYPE_CHECKING:
+    from typing import Any
+
+    from lint_rules.analysis.analyze import (
+        analyze_source,
+        analyze_tree,
+        mentions_flag,
+        rejudge,
+    )
     from lint_rules.analysis.core import Analysis
+    from lint_rules.analysis.exports import Export
     from lint_rules.analysis.project import Project
 
 __all__ = [
@@ -44,116 +43,26 @@ __all__ = [
     "rejudge",
 ]
 
+_LAZY = {
+    "Analysis": "lint_rules.analysis.core",
+    "Export": "lint_rules.analysis.exports",
+    "Project": "lint_rules.analysis.project",
+    "analyze_source": "lint_rules.analysis.analyze",
+    "analyze_tree": "lint_rules.analysis.analyze",
+    "mentions_flag": "lint_rules.analysis.analyze",
+    "rejudge": "lint_rules.analysis.analyze",
+}
+"""Where each name of the package is defined: imported when first asked for, so that
+importing a module of the package (the result cache, ``store``) loads none of the analysis,
+and a run whose files the prefilter or the result cache settles never does."""
+
 
 def __getattr__(name: str) -> Any:
-    """``Analysis`` and ``Project`` are imported when first asked for: a run whose files the
-    prefilter or the result cache settles (a cached ``check``) never loads the analysis."""
-    if name == "Analysis":
-        from lint_rules.analysis.core import Analysis
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
 
-        return Analysis
-    if name == "Project":
-        from lint_rules.analysis.project import Project
-
-        return Project
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-mentions_flag = ON.mentions_flag
-"""The byte prefilter with the gates on (``prefilter.Gates.mentions_flag``), for a face that
-tests a text before it parses it (flake8)."""
-
-
-@deep
-def analyze_tree(
-    tree: ast.Module,
-    settings: Settings = DEFAULT_SETTINGS,
-    source: str | None = None,
-    *,
-    fixes: bool = True,
-    project: Project | None = None,
-    gates: Gates = ON,
-) -> list[Finding]:
-    """Findings for an already parsed module (flake8 hands us its tree). noqa not applied.
-
-    ``source`` is only needed for exact fixes of parenthesised positional flags; with
-    ``fixes=False`` (flake8 never applies a fix) no edit is built and every ``fix`` is None.
-    ``project``: the other files of a CLI run (``analysis.project``); it also receives what
-    this file exports. Without it resolution stays in the file. ``gates``: the text-level
-    shortcuts (``prefilter.ON``; ``OFF`` takes none, and must find the same).
-    """
-    from lint_rules.analysis.core import Analysis
-
-    analysis = Analysis(tree, settings, source, fixes, project, gates)
-    kept = False
-    try:
-        findings = analysis.run()
-        analysis.export()
-        # A first pass of a run, whose verdicts read the run's lifecycle facts (not known
-        # yet): the run keeps the analysis, to judge its calls again once they are
-        # (``rejudge``), instead of analysing the file again.
-        if project is not None and project.keep and project.keys:
-            project.kept = analysis
-            kept = True
-        return findings
-    finally:
-        if not kept:
-            analysis.close()
-
-
-@deep
-def rejudge(project: Project) -> list[Finding]:
-    """The findings of the analysis ``project`` kept (``analyze_tree``), judged again with
-    the run's lifecycle facts, now ``project.lifecycle``; the analysis is then let go, unless
-    its verdicts now ask the run a question it has not answered yet."""
-    analysis = project.kept
-    assert analysis is not None
-    project.kept = None
-    again = False
-    try:
-        findings = analysis.rejudge(project.lifecycle)
-        # a question to the run (``builds``): judged once more when it is answered
-        again = project.keep and bool(project.lifecycle.unanswered(project.keys))
-        if again:
-            project.kept = analysis
-        return findings
-    finally:
-        if not again:
-            analysis.close()
-
-
-@deep
-def analyze_source(
-    text: str,
-    settings: Settings = DEFAULT_SETTINGS,
-    *,
-    fixes: bool = True,
-    project: Project | None = None,
-    gates: Gates = ON,
-) -> list[Finding]:
-    """Findings for one file's text (noqa not applied). Raises SyntaxError if unparsable.
-
-    A file the prefilter rules out has no finding and is not parsed; with a ``project`` the
-    run has already chosen to read it (also for what it exports). ``gates``: as for
-    ``analyze_tree``."""
-    if project is None and not gates.mentions_flag(text):
-        return []
-    if "\0" in text:
-        raise SyntaxError("source code cannot contain null bytes")
-    # A tree and the analysis's values hold no reference cycles: the cyclic collector, which
-    # would traverse every node of the tree again and again while it is built, has nothing to
-    # find (~10% of ``ast.parse``). It is switched back on as it was, whatever happens.
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        try:
-            with warnings.catch_warnings():
-                # Invalid escapes in the user's strings are the user's business, not ours.
-                warnings.simplefilter("ignore")
-                tree = ast.parse(text)
-        except ValueError as error:  # pragma: no cover - older Pythons report NUL this way
-            raise SyntaxError(str(error)) from error
-        return analyze_tree(tree, settings, text, fixes=fixes, project=project, gates=gates)
-    finally:
-        if collecting:
-            gc.enable()
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # asked once: later lookups find it here
+    return value

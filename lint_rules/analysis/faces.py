@@ -21,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import replace
 from typing import Any
 
 from lint_rules.analysis.filework import Work, check_file
@@ -30,6 +29,7 @@ from lint_rules.analysis.records import Job, Outcome
 from lint_rules.analysis.root import NO_ROOT, Root, root_of
 from lint_rules.analysis.run import Parse, in_process, run_crossfile
 from lint_rules.settings import Settings
+from lint_rules.slotted import replace
 
 MAX_PROJECT_FILES = 20_000
 """A project with more Python files than this is not read: each file is judged alone."""

@@ -16,16 +16,17 @@ read a torn file. They run a project one at a time (``run_once``: a lock file be
 each reading what the one before wrote, so the project is analysed once; where no lock can
 be taken, the last writer wins and the others' entries are only recomputed. The answers a
 run gives to the questions of its verdicts (``builds``) are kept too, under the question and
-every file of the run by path and bytes. The code
-hash covers the size and mtime of every module of ``lint_rules``, so an edited or upgraded
-linter never reads old results. Paths are not part of the key: a moved or copied file hits too,
-its evidence named after it; the same bytes judged in two packages (two alike ``__init__.py``)
-keep a result each (``variant``). Entries not used for 30 days are dropped when the file is
-written. The directory is ``--cache-dir``, else ``$TE_MICROBATCH_LINT_CACHE_DIR``, else
-``te-microbatch-lint`` in the user's cache directory (``platformdirs``: ``$XDG_CACHE_HOME`` or
-``~/.cache`` on Linux), so nothing is written into the project; it holds a ``CACHEDIR.TAG``.
-``--no-cache`` turns it off. A cache that cannot be read or written is ignored (the run is just
-not faster).
+every file of the run by path and bytes, and so are the findings of whole runs of ``check
+--isolated`` (``runs``), under a digest of everything such a run reads (``cli.warm``). The
+code hash (``codehash``) covers the size and mtime of every module of ``lint_rules``, so an
+edited or upgraded linter never reads old results. Paths are not part of the key: a moved or
+copied file hits too, its evidence named after it; the same bytes judged in two packages (two
+alike ``__init__.py``) keep a result each (``variant``). Entries not used for 30 days are
+dropped when the file is written. The directory is ``--cache-dir``, else
+``$TE_MICROBATCH_LINT_CACHE_DIR``, else ``te-microbatch-lint`` in the user's cache directory
+(``platformdirs``: ``$XDG_CACHE_HOME`` or ``~/.cache`` on Linux), so nothing is written into
+the project; it holds a ``CACHEDIR.TAG``. ``--no-cache`` turns it off. A cache that cannot be
+read or written is ignored (the run is just not faster).
 """
 
 from __future__ import annotations
@@ -34,11 +35,8 @@ import contextlib
 import json
 import os
 import stat
-import sys
 import time
 from collections.abc import Iterator
-from dataclasses import astuple, fields
-from typing import Any
 
 try:  # the module behind hashlib.blake2b, without loading OpenSSL (a few ms at start-up)
     from _blake2 import blake2b
@@ -46,27 +44,18 @@ except ImportError:  # pragma: no cover - other Pythons
     from hashlib import blake2b
 
 from lint_rules import __version__
+from lint_rules.analysis.codehash import code_hash
 from lint_rules.analysis.records import Indexed, Outcome, Reported
+from lint_rules.slotted import field_names
+
+TYPE_CHECKING = False  # `typing` is not imported at run time (a warm `check`)
+if TYPE_CHECKING:
+    from typing import Any
 
 ENV_DIR = "TE_MICROBATCH_LINT_CACHE_DIR"
 MAX_AGE_S = 30 * 24 * 3600
-_FIELDS = [f.name for f in fields(Reported) if f.name != "path"]
+_FIELDS = [name for name in field_names(Reported) if name != "path"]
 _TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# te-microbatch-lint result cache\n"
-
-
-def code_hash() -> str:
-    """The linter's own code, by module sizes and mtimes (cheap: a stat per module)."""
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    # The interpreter too: one checkout installed in two Pythons must not share results (a
-    # file one of them cannot parse).
-    digest = blake2b(f"{__version__} {sys.version}".encode(), digest_size=8)
-    for folder, dirs, names in sorted(os.walk(root)):
-        dirs[:] = sorted(d for d in dirs if d != "__pycache__")  # no module in there
-        for name in sorted(names):
-            if name.endswith(".py"):
-                info = os.stat(os.path.join(folder, name))
-                digest.update(f"{folder}/{name}:{info.st_size}:{info.st_mtime_ns};".encode())
-    return digest.hexdigest()
 
 
 def _row(path: str, row: list[Any]) -> Reported:
@@ -79,7 +68,7 @@ def _row(path: str, row: list[Any]) -> Reported:
 
 def _stored(path: str, finding: Reported) -> list[Any]:
     """A finding as an entry holds it: its own file's steps of evidence without the path."""
-    row = list(astuple(finding))[1:]
+    row = [getattr(finding, name) for name in _FIELDS]
     at = _FIELDS.index("evidence")
     row[at] = [["" if step[0] == path else step[0], *step[1:]] for step in finding.evidence]
     return row
@@ -119,6 +108,12 @@ STAT_FIELDS = 11
 
 ANSWERS = "@answers"
 """The key of the run's answers (``ResultCache.answers``) in the cache file."""
+
+RUNS = "@runs"
+"""The key of the outcomes of whole runs (``ResultCache.runs``) in the cache file."""
+
+RUNS_KEPT = 16
+"""Whole runs kept at most (the last used), one per command (``keep_run``)."""
 RACY_S = 2.0
 
 
@@ -139,6 +134,10 @@ class ResultCache:
         """The answers of runs to the questions of verdicts (``builds``): ``digest -> [when,
         answer]``, the digest of the question and of every file of the run, by path and bytes
         (``answer_of``)."""
+        self.runs: dict[str, list[Any]] = {}
+        """Whole runs of ``check`` (``warm``): ``key -> [when, files, [[place, findings,
+        error]...], command]``, the key a digest of everything the run read, the command a
+        digest of its paths, flags and settings (``warm.run_key``)."""
         self.dirty = False
         self.now = int(time.time())
         self._read: Any = None
@@ -153,7 +152,10 @@ class ResultCache:
         if isinstance(loaded, dict):
             stats = loaded.pop(STATS, None)
             answers = loaded.pop(ANSWERS, None)
+            runs = loaded.pop(RUNS, None)
             self.entries = loaded
+            if isinstance(runs, dict):
+                self.runs = runs
             if isinstance(stats, dict):
                 self.stats = stats
             if isinstance(answers, dict):
@@ -188,7 +190,30 @@ class ResultCache:
     def known(self, path: str) -> Any:
         """What the index knows of the bytes of the file at ``path`` (``plan.Known``), when
         its stat (device, inode, size, modification time) is the one recorded; else None."""
-        record = self.stats.get(os.path.abspath(path))
+        record = self._record(path)
+        if record is None:
+            return None
+        from lint_rules.analysis.plan import Known
+
+        try:
+            flag, reexport, state, te, digest, size = record[4:10]
+            return Known(bool(flag), bool(reexport), bool(state), bool(te), str(digest), int(size))
+        except (TypeError, ValueError):
+            return None
+
+    def digest_by_stat(self, path: str, absolute: str | None = None) -> str | None:
+        """The digest of the bytes of the file at ``path`` (``records.bytes_digest``), when
+        its stat is the one recorded (``known``: no other answer is decoded); else None.
+        ``absolute``: ``os.path.abspath(path)``, when the caller has it."""
+        record = self._record(path, absolute)
+        digest = None if record is None else record[8]
+        return digest if isinstance(digest, str) and digest else None
+
+    def _record(self, path: str, absolute: str | None = None) -> list[Any] | None:
+        """The index's record of the file at ``path`` (``absolute``: its absolute path, if
+        known) when its stat is the one recorded (and it is a regular file), its time of use
+        refreshed; else None."""
+        record = self.stats.get(absolute or os.path.abspath(path))
         if not isinstance(record, list) or len(record) != STAT_FIELDS:
             return None
         try:
@@ -196,19 +221,12 @@ class ResultCache:
         except OSError:
             return None
         same = record[:4] == [info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns]
-        if not same or not stat.S_ISREG(info.st_mode):
-            return None
-        from lint_rules.analysis.plan import Known
-
-        try:
-            flag, reexport, state, te, digest, size = record[4:10]
-            known = Known(bool(flag), bool(reexport), bool(state), bool(te), str(digest), int(size))
-        except (TypeError, ValueError):
+        if not same or not stat.S_ISREG(info.st_mode) or not _is_time(record[10]):
             return None
         if self.now - record[10] > 86400:
             record[10] = self.now
             self.dirty = True
-        return known
+        return record
 
     def remember(self, path: str, identity: Any, known: Any) -> None:
         """Record what was read of a file under its stat (``identity``: the ``fileio``
@@ -299,6 +317,61 @@ class ResultCache:
         self.entries[key] = _plain(entry)
         self.dirty = True
 
+    def run_outcomes(self, key: str, files: list[str]) -> list[Outcome] | None:
+        """The outcomes of the files with findings or a syntax error of a whole run over
+        ``files`` kept under ``key`` (``keep_run``), in the order of the files (the others'
+        outcomes say nothing), or None when none is kept (or it is not one this tool wrote)."""
+        entry = self.runs.get(key)
+        if not (isinstance(entry, list) and len(entry) == 4 and _is_time(entry[0])):
+            return None
+        _, count, found, _ = entry
+        if count != len(files) or not isinstance(found, list):
+            return None
+        outcomes = []
+        try:
+            last = -1
+            for place, rows, error in found:
+                if not (isinstance(place, int) and last < place < count and (rows or error)):
+                    return None
+                if not all(_row_ok(row) for row in rows):
+                    return None
+                path, last = files[place], place
+                if error is None:
+                    outcomes.append(Outcome(path, findings=tuple(_row(path, r) for r in rows)))
+                    continue
+                message, line, column = error
+                if rows or not (isinstance(message, str) and _optional_int(line, column)):
+                    return None
+                outcomes.append(Outcome(path, error=message, error_line=line, error_column=column))
+        except (TypeError, IndexError, ValueError, AttributeError, RecursionError):
+            return None
+        if self.now - entry[0] > 86400:
+            entry[0] = self.now
+            self.dirty = True
+        return outcomes
+
+    def keep_run(self, key: str, outcomes: list[Outcome], command: str) -> None:
+        """Keep the outcomes of a whole run of ``check`` (every file's findings, and its
+        syntax errors) under ``key``, to be served by ``run_outcomes``, in place of the run
+        kept for the same ``command`` (the files it read have changed since: it is not served
+        again unless they change back, and each run holds every finding of its files). A run
+        with another error (one without a place in the file: an internal error) is not
+        kept."""
+        found = []
+        for place, outcome in enumerate(outcomes):
+            error = None
+            if outcome.error is not None:
+                if outcome.error_line is None or outcome.findings:
+                    return
+                error = [outcome.error, outcome.error_line, outcome.error_column]
+            if outcome.findings or error:
+                rows = [_stored(outcome.path, f) for f in outcome.findings]
+                found.append([place, rows, error])
+        for old in [k for k, v in self.runs.items() if isinstance(v, list) and v[-1:] == [command]]:
+            del self.runs[old]
+        self.runs[key] = [self.now, len(outcomes), _plain(found), command]
+        self.dirty = True
+
     def variant(self, digest: str, path: str, package: str | None) -> Outcome | None:
         """The result stored for these bytes judged in ``package``, when the one under
         ``digest`` (``get``) was judged in another package."""
@@ -323,6 +396,12 @@ class ResultCache:
             for k, v in self.answers.items()
             if isinstance(v, list) and len(v) == 2 and _is_time(v[0]) and v[0] >= oldest
         }
+        runs = [
+            (v[0], k)
+            for k, v in self.runs.items()
+            if isinstance(v, list) and len(v) == 4 and _is_time(v[0]) and v[0] >= oldest
+        ]
+        kept[RUNS] = {k: self.runs[k] for _, k in sorted(runs)[-RUNS_KEPT:]}
         import tempfile
 
         with contextlib.suppress(OSError, ValueError, TypeError, RecursionError):

@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 
@@ -27,6 +26,7 @@ from lint_rules.cli.formats import (
     format_statistics,
     format_text,
     rule_url,
+    shown_path,
     use_colour,
 )
 from lint_rules.cli.options import COMMANDS, Configuration, build_parser, configure
@@ -57,8 +57,6 @@ def _progress(args: argparse.Namespace, total: int) -> Progress:
 
 def _report(items: Iterable[tuple[str, str]], kind: str = "error") -> None:
     for path, reason in items:
-        from lint_rules.cli.running import shown_path  # loaded only to name something
-
         print(f"{shown_path(path)}: {kind}: {reason}", file=sys.stderr)
 
 
@@ -74,6 +72,7 @@ def _outcomes(
     job: Job,
     files: Sequence[str],
     cache: object = None,
+    crossfile: bool | None = None,
 ) -> Iterable[Outcome]:
     """Every file's outcome, in order, as each finishes; progress drawn on the way. Each
     file is judged with its whole project (``analysis.faces``), whichever files were named;
@@ -87,8 +86,8 @@ def _outcomes(
     from lint_rules.cli.running import POOL_MIN_BYTES, Pool, plan_files, pool_size, run_plan
 
     progress = _progress(args, len(files))
-    # A folder is a project, even with one file in it: nothing else can re-arm its flags.
-    crossfile = len(files) > 1 or (bool(files) and any(os.path.isdir(p) for p in args.paths))
+    if crossfile is None:
+        crossfile = _crossfile(args, files)
     plan = plan_files(
         job, files, config.settings_of, cache, progress.advance, crossfile, CpuSample.now()
     )
@@ -111,6 +110,12 @@ def _outcomes(
                 yield outcome
     finally:
         progress.clear()
+
+
+def _crossfile(args: argparse.Namespace, files: Sequence[str]) -> bool:
+    """Whether the files of an ``--isolated`` run are judged together: more than one, or a
+    folder named, even with one file in it (nothing else can re-arm its flags)."""
+    return len(files) > 1 or (bool(files) and any(os.path.isdir(p) for p in args.paths))
 
 
 def _same_file(a: str, b: str) -> bool:
@@ -182,29 +187,46 @@ def run_check(args: argparse.Namespace, config: Configuration, discovery: Discov
             f"not {args.format} (as in ruff)"
         )
     files = discovery.files
-    job: Any = None
-    if files:  # nothing to read (an empty folder): the per-file machinery is not imported
-        from lint_rules.cli.fixcount import selected
-        from lint_rules.cli.running import Job, check_file
-
-        job = Job(disable_noqa=args.disable_noqa, mode="check")
     cache = None
     if not args.no_cache and files:  # --no-cache: the cache module is not even imported
         from lint_rules.analysis.store import open_cache
 
         cache = open_cache(args.no_cache, args.cache_dir)
     adding = getattr(args, "add_noqa", False)
+    crossfile = _crossfile(args, files)
+    memo: Any = None  # a run over unchanged files is served whole (``cli.warm``): --isolated
+    served = None
+    if cache is not None and args.isolated and not adding:
+        from lint_rules.cli.warm import served as served_run
+
+        memo = (config.settings_of, args.paths, crossfile, args.disable_noqa)
+        served = served_run(cache, files, *memo)
+    job: Any = None
+    if files:  # nothing to read (an empty folder): the per-file machinery is not imported
+        from lint_rules.cli.fixcount import selected
+    if files and served is None:
+        from lint_rules.cli.running import Job, check_file
+
+        job = Job(disable_noqa=args.disable_noqa, mode="check")
     streaming = args.format in TEXT_FORMATS and not args.statistics and not adding
     findings = []
     checked: dict[str, str] = {}  # --add-noqa: the digest of the text each file was checked in
     problems = [Problem(path, reason) for path, reason in discovery.errors]
     applies = _applies(config)
+    made: list[Outcome] | None = [] if memo is not None and served is None else None
     with _output(args, discovery.files) as out:
         style = _style(args, out) if streaming else PLAIN
         concise = args.format == "concise"
-        for outcome in _outcomes(args, config, check_file, job, files, cache) if files else ():
+        stream: Iterable[Outcome] = ()
+        if served is not None:
+            stream = served
+        elif files:
+            stream = _outcomes(args, config, check_file, job, files, cache, crossfile)
+        for outcome in stream:
             if cache is not None:
                 cache.put(outcome)
+            if made is not None:
+                made.append(outcome)
             if outcome.error:
                 problems.append(_problem(outcome))
             checked[outcome.path] = outcome.digest
@@ -214,6 +236,10 @@ def run_check(args: argparse.Namespace, config: Configuration, discovery: Discov
                 out.write(format_text(kept, style, concise))
                 out.flush()
             findings.extend(kept)
+        if made is not None and cache is not None:  # made in full: kept whole
+            from lint_rules.cli.warm import keep
+
+            keep(cache, files, made, *memo)
         if cache is not None:
             cache.save()
         if not adding:
@@ -227,7 +253,9 @@ def run_check(args: argparse.Namespace, config: Configuration, discovery: Discov
         added, errors = add_noqa(findings, args.quiet, checked, config.settings_of, job)
         _report(errors)
         if not args.quiet:
-            print(f"{PROG}: added `# noqa` to {_count(added, 'line')}", file=sys.stderr)
+            from lint_rules.cli.fixtally import count
+
+            print(f"{PROG}: added `# noqa` to {count(added, 'line')}", file=sys.stderr)
         return EXIT_ERROR if problems or errors else EXIT_CLEAN
     hint = fixable_hint(findings, applies)
     return _check_status(args, findings, problems, hint)
@@ -278,7 +306,8 @@ def _write_report(
 
 
 def run_fix(args: argparse.Namespace, config: Configuration, discovery: Discovery) -> int:
-    from lint_rules.cli.running import Job, fix_file, fixed_count, shown_path
+    from lint_rules.cli.fixtally import FixTally
+    from lint_rules.cli.running import Job, fix_file, fixed_count
 
     mode = "diff" if args.diff else "verify" if args.check else "write"
     if mode == "write":
@@ -316,56 +345,6 @@ def run_fix(args: argparse.Namespace, config: Configuration, discovery: Discover
     return EXIT_CLEAN
 
 
-class FixTally:
-    """What ``fix`` did over all files, for its summary line and its exit status (a plain
-    class: a dataclass costs ``check`` a millisecond at start-up)."""
-
-    def __init__(self) -> None:
-        self.changed = self.fixed = self.unchanged = self.unsafe = 0
-        self.remaining: Counter[str] = Counter()
-        self.added_imports: set[str] = set()
-        self.refused = 0
-        """Files given up on (one error line each, the file untouched): not parsed, a fix that
-        would not verify, a write that failed."""
-        self.errors = 0
-        """Error lines of the run: the refused files and the paths that could not be read."""
-
-    def add(self, outcome: Outcome) -> None:
-        self.added_imports.update(outcome.added_imports)
-        self.changed += outcome.changed
-        self.unchanged += not outcome.changed
-        self.fixed += outcome.fixed
-        self.unsafe += outcome.unsafe
-        self.remaining.update(outcome.remaining)
-
-    def summary(self, verb: str) -> str:
-        """``N fixed, M remaining`` as ruff says it, naming the codes left and why."""
-        done = "fixed" if verb == "fixed" else "would be fixed"
-        left = sum(self.remaining.values())
-        refused = f", {self.refused} refused" if self.refused else ""
-        text = (
-            f"{self.fixed} {done}, {left} remaining "
-            f"({_count(self.changed, 'file')} changed, {self.unchanged} unchanged{refused})"
-        )
-        if left:
-            codes = ", ".join(f"{code} x{n}" for code, n in sorted(self.remaining.items()))
-            text += f": {codes}"
-        hints = []
-        if self.unsafe:
-            hints.append(
-                f"{_count(self.unsafe, 'unsafe fix', 'unsafe fixes')} not applied "
-                "(--unsafe-fixes applies them)"
-            )
-        if self.remaining.get("TEM004"):
-            hints.append("TEM004 has no automatic fix")
-        if self.errors:
-            hints.append(
-                f"{_count(self.errors, 'error')} above"
-                + (": a refused file is left untouched" if self.refused else "")
-            )
-        return text + "".join(f"; {hint}" for hint in hints)
-
-
 def _note_default_guard(added_imports: Iterable[str]) -> None:
     """Once per run: the default guard is in no released megatron-core (docs/fixes.md)."""
     from lint_rules.rules import DEFAULT_GUARD_IMPORT
@@ -398,10 +377,6 @@ def explain_rules(codes: Sequence[str], every: bool) -> int:
     chosen = list(RULES) if every else chosen
     sys.stdout.write("\n".join(explain(RULES[code]) for code in chosen))
     return EXIT_CLEAN
-
-
-def _count(number: int, noun: str, plural: str | None = None) -> str:
-    return f"{number} {noun if number == 1 else plural or noun + 's'}"
 
 
 def run_stdin(args: argparse.Namespace, config: Configuration) -> int:

@@ -3,9 +3,11 @@ where ``fix`` would apply it, and ``fix``'s "M remaining" is recounted in the te
 
 from __future__ import annotations
 
-from typing import Any
-
 from lint_rules.settings import Settings
+
+TYPE_CHECKING = False  # `typing` is not imported at run time (a warm `check` needs none of it)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def only_applicable_fixes(text: str, findings: list, disable_noqa: bool) -> list:
@@ -38,12 +40,12 @@ def selected(findings: Any, settings: Settings | None) -> list:
     present = {(f.code, f.line, f.column) for f in kept}
     if all(set(f.together) <= present for f in kept):
         return kept
-    import dataclasses
+    from lint_rules.slotted import replace
 
     return [
         f
         if set(f.together) <= present
-        else dataclasses.replace(f, fixable=False, applicability=None, fix_message="", edits=())
+        else replace(f, fixable=False, applicability=None, fix_message="", edits=())
         for f in kept
     ]
 

@@ -17,11 +17,11 @@ from pathlib import Path
 
 from lint_rules.slotted import Frozen
 
-TYPE_CHECKING = False  # ``running`` (the per-file machinery) is not loaded for its type
+TYPE_CHECKING = False  # `typing` is not imported at run time (start-up)
 if TYPE_CHECKING:
     from typing import Any, TextIO
 
-    from lint_rules.cli.running import Reported
+    from lint_rules.analysis.records import Reported
 
 PROG = "te-microbatch-lint"
 
@@ -98,6 +98,17 @@ def _where(path: str, line: int, own: str) -> str:
     return f":{line}" if path == own else f"{path}:{line}"
 
 
+def shown_path(path: str) -> str:
+    """``path`` as printed: control characters (a newline, an escape) escaped, so that a
+    report line stays one line and the terminal is not driven by a file name."""
+    if not any(ord(c) < 32 or ord(c) == 127 for c in path):
+        return path
+    return "".join(
+        c.encode("unicode_escape").decode("ascii") if ord(c) < 32 or ord(c) == 127 else c
+        for c in path
+    )
+
+
 def one_line(f: Reported) -> str:
     """The finding's message with its evidence in brackets (what flake8 prints)."""
     from lint_rules.oneline import step_text, with_evidence
@@ -112,7 +123,6 @@ def format_text(findings: Sequence[Reported], style: Style = PLAIN, concise: boo
     code are painted and a safe fix is marked ``CODE [*] message``, as ruff shows it. Each
     evidence step follows as ``  note: path:line: message`` (``concise``: in brackets on the
     finding's line instead)."""
-    from lint_rules.cli.running import shown_path  # a file name never forges a line
 
     out = []
     for f in findings:

@@ -41,6 +41,45 @@ FIX_FLAG_WHAT = {
 }
 
 
+class Formatter(argparse.HelpFormatter):
+    """argparse's help formatter without ``shutil``, whose import (with ``bz2``, ``lzma``)
+    argparse paid at every argument declared: the width is the terminal's as
+    ``shutil.get_terminal_size`` finds it, asked once per process."""
+
+    def __init__(
+        self,
+        prog: str,
+        indent_increment: int = 2,
+        max_help_position: int = 24,
+        width: int | None = None,
+    ) -> None:
+        if width is None:
+            width = terminal_columns() - 2
+        super().__init__(prog, indent_increment, max_help_position, width)
+
+
+_COLUMNS: list[int] = []
+
+
+def terminal_columns() -> int:
+    """``shutil.get_terminal_size().columns``: ``$COLUMNS``, else the terminal of stdout,
+    else 80."""
+    if not _COLUMNS:
+        try:
+            columns = int(os.environ["COLUMNS"])
+        except (KeyError, ValueError):
+            columns = 0
+        if columns <= 0:
+            import sys
+
+            try:
+                columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+            except (AttributeError, ValueError, OSError):
+                columns = 0
+        _COLUMNS.append(columns or 80)
+    return _COLUMNS[0]
+
+
 class Parser(argparse.ArgumentParser):
     """argparse, but a usage error is one line (``te-microbatch-lint: error: ...``, exit 2)
     instead of the usage block; ``--help`` shows the usage. Options are never abbreviated
@@ -48,6 +87,7 @@ class Parser(argparse.ArgumentParser):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("allow_abbrev", False)
+        kwargs.setdefault("formatter_class", Formatter)
         super().__init__(*args, **kwargs)
 
     def error(self, message: str):  # type: ignore[override]

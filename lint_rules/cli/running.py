@@ -31,6 +31,7 @@ from lint_rules.analysis.filework import (
 from lint_rules.analysis.plan import Plan, plan_files
 from lint_rules.analysis.records import Job, Outcome, Reported, content_digest
 from lint_rules.cli.cpus import CpuSample, default_cpus
+from lint_rules.cli.formats import shown_path
 from lint_rules.findings import split_lines
 from lint_rules.settings import Settings
 
@@ -47,6 +48,7 @@ __all__ = [
     "parse_files",
     "plan_files",
     "rejudge_file",
+    "shown_path",
 ]
 
 POOL_MIN_BYTES = 400_000
@@ -115,17 +117,6 @@ def fix_file(
         remaining=remaining,
         unsafe=unsafe,
         added_imports=added,
-    )
-
-
-def shown_path(path: str) -> str:
-    """``path`` as printed: control characters (a newline, an escape) escaped, so that a
-    report line stays one line and the terminal is not driven by a file name."""
-    if not any(ord(c) < 32 or ord(c) == 127 for c in path):
-        return path
-    return "".join(
-        c.encode("unicode_escape").decode("ascii") if ord(c) < 32 or ord(c) == 127 else c
-        for c in path
     )
 
 
