@@ -15,6 +15,7 @@ import functools
 import warnings
 from collections.abc import Callable
 
+from lint_rules.analysis.nodes import iter_nodes
 from lint_rules.analysis.classes import Classes
 from lint_rules.analysis.kinds import (
     NOT_TE,
@@ -500,7 +501,7 @@ class Resolver:
         def compute() -> Kind:
             if isinstance(function, ast.AsyncFunctionDef) or (
                 generator is not False
-                and any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in ast.walk(function))
+                and any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in iter_nodes(function))
             ):
                 return unknown(f"`{function.name}` is a generator or a coroutine")
             scope = self.symbols.scope(function, parent, owner)
