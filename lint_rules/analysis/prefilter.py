@@ -326,25 +326,6 @@ def spelled_only_as_call(source: str | None, name: str) -> bool:
     )
 
 
-def never_bound(source: str | None, name: str) -> bool:
-    """Every occurrence of ``name`` as a word in ``source`` is a call, ``name(``, and none
-    follows ``def`` or ``class``: no statement of the file binds it (an assignment, import,
-    parameter, loop target, ``global``, ``as`` or ``:=`` spells something else after it)."""
-    if source is None or not source.isascii() or "\\\n" in source or "\\\r" in source:
-        return False  # a name spelled otherwise (NFKC), or continued lines: not read here
-    for at in words(source, name):
-        if not source.startswith("(", at + len(name)):
-            return False
-        start = at
-        while start and source[start - 1] in " \t\f":
-            start -= 1
-        for keyword in ("def", "class"):
-            before = start - len(keyword)
-            if source.endswith(keyword, 0, start) and not (before and _is_word(source[before - 1])):
-                return False
-    return True
-
-
 def walrus_lines(text: str) -> list[int]:
     """The lines (as ``ast`` numbers them, ascending) that spell ``:=``: only a function that
     spans one can bind a name in an expression (a string may spell it too: only a maybe)."""
@@ -432,11 +413,6 @@ class Gates:
         """Whether the text spells ``name`` only as ``.name(`` (``spelled_only_as_call``):
         then no class of the file stores a value under it; False: read the classes."""
         return spelled_only_as_call(text, name)
-
-    def never_bound(self, text: str | None, name: str) -> bool:
-        """Whether the text spells ``name`` only as a call (``never_bound``): then no scope
-        of the file binds it; False: read the scopes."""
-        return never_bound(text, name)
 
     def walrus_lines(self, text: str) -> list[int] | None:
         """The lines that spell ``:=`` (``walrus_lines``); None: every function may bind a
@@ -534,9 +510,6 @@ class Open(Gates):
         return True
 
     def only_called(self, text: str | None, name: str) -> bool:
-        return False
-
-    def never_bound(self, text: str | None, name: str) -> bool:
         return False
 
     def walrus_lines(self, text: str) -> list[int] | None:

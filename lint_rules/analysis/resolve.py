@@ -74,8 +74,7 @@ from lint_rules.te import (
     te_taking_name,
 )
 
-BUILTIN_NAMES = _BUILTIN_NAMES = frozenset(dir(builtins))
-"""The builtins' names: one no binding of the file shadows is never a TE module."""
+_BUILTIN_NAMES = frozenset(dir(builtins))
 RETURNS_SELF = frozenset(
     {"cuda", "cpu", "xpu", "ipu", "mtia", "to", "to_empty", "type", "float", "double", "half"}
     | {"bfloat16", "train", "eval", "requires_grad_", "share_memory", "apply"}

@@ -12,7 +12,7 @@ import functools
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from lint_rules.analysis.resolve import BUILTIN_NAMES, Callee, TEModule, TERejects, Unresolved
+from lint_rules.analysis.resolve import Callee, TEModule, TERejects, Unresolved
 from lint_rules.analysis.stateful import constant_index
 from lint_rules.analysis.symbols import Scope, contains, dotted, is_none, span
 from lint_rules.analysis.walk import COMPREHENSIONS, Context
@@ -142,15 +142,9 @@ def keyword_only(call: ast.Call, callee: TEModule) -> ast.expr | None:
 def may_be_module(a: Analysis, func: ast.expr) -> bool:
     """Whether ``func`` may resolve to a TE module, told without resolving it: ``x.name(...)``
     can only when ``name`` is ``forward``, a wrapper's name, or a name an in-file class holds
-    a value under (``te.Linear(...)``, ``torch.cat(...)``, ``h.masked_fill(...)`` cannot);
-    a builtin's name (``isinstance(x, cls)``) cannot where no statement of the file binds it.
+    a value under (``te.Linear(...)``, ``torch.cat(...)``, ``h.masked_fill(...)`` cannot).
     Only for a call that could pass the flag positionally, where no other rule applies."""
-    if not a.gates.guesses_callees():
-        return True
-    if type(func) is ast.Name:  # a builtin no statement of the file rebinds: never TE
-        name = func.id  # type: ignore[attr-defined]
-        return name not in BUILTIN_NAMES or not a.symbols.never_bound(name)
-    if type(func) is not ast.Attribute:
+    if type(func) is not ast.Attribute or not a.gates.guesses_callees():
         return True
     name = func.attr  # type: ignore[attr-defined]
     if name == "forward" or name in FORWARDER_NAMES:

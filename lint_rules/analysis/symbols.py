@@ -212,16 +212,6 @@ class ModuleSymbols:
             known = self._only_called[name] = self.gates.only_called(self._source, name)
         return known
 
-    def never_bound(self, name: str) -> bool:
-        """Whether no statement of the file binds ``name`` (told from the ASCII text, where it
-        is spelled only as ``name(``) and no ``*`` import may: a builtin's name then means
-        the builtin everywhere in the file. False when it cannot be told."""
-        known = self._only_called.get("(" + name)
-        if known is None:
-            known = not self.star_modules and self.gates.never_bound(self._source, name)
-            self._only_called["(" + name] = known
-        return known
-
     def stored_attributes(self) -> frozenset[str]:
         """Every name an in-file class holds a value under: what its methods store on
         ``self`` (or add to), its class attributes, annotations and properties. Only such an
