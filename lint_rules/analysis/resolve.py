@@ -501,6 +501,7 @@ class Resolver:
         def compute() -> Kind:
             if isinstance(function, ast.AsyncFunctionDef) or (
                 generator is not False
+                and self.symbols.may_yield(function)  # (its text spells `yield`)
                 and any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in iter_nodes(function))
             ):
                 return unknown(f"`{function.name}` is a generator or a coroutine")

@@ -121,6 +121,9 @@ class ModuleSymbols:
         self._source = source
         self._stored: frozenset[str] | None = None
         self._only_called: dict[str, bool] = {}
+        self._yield_lines: list[int] | None | bool = False
+        """The lines that spell ``yield`` (``prefilter.lines_of``), found when first asked
+        (False: not yet); None: every function may."""
         for stmt in tree.body:
             self._collect(stmt)
 
@@ -247,6 +250,21 @@ class ModuleSymbols:
         if lines is None:
             return True
         at = bisect_left(lines, node.lineno)
+        return at < len(lines) and lines[at] <= (node.end_lineno or node.lineno)
+
+    def may_yield(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+        """Whether the function's lines, its decorators' included, spell ``yield`` (a keyword
+        is spelled in ASCII): else no ``yield`` node is in it (``ast.walk`` finds none)."""
+        lines = self._yield_lines
+        if lines is False:
+            source = self._source
+            found = self.gates.lines_of(source, ("yield",)) if source is not None else None
+            lines = self._yield_lines = found
+        if lines is None:
+            return True
+        assert isinstance(lines, list)
+        first = node.decorator_list[0].lineno if node.decorator_list else node.lineno
+        at = bisect_left(lines, first)
         return at < len(lines) and lines[at] <= (node.end_lineno or node.lineno)
 
     def cached_scope(self, node: FunctionNode) -> Scope | None:
