@@ -79,19 +79,23 @@ def statements(body: Sequence[ast.stmt]) -> list[ast.stmt]:
     """
     found: list[ast.stmt] = []
     pending = list(reversed(body))
+    closed = _NO_BLOCK
     while pending:
         stmt = pending.pop()
         found.append(stmt)
-        kind = type(stmt)
-        if kind in SIMPLE_STATEMENTS or kind in NESTED_SCOPES:
-            continue
-        pending.extend(reversed(blocks(stmt)))
+        if type(stmt) not in closed:
+            pending.extend(reversed(blocks(stmt)))
     return found
 
 
 def blocks(stmt: ast.stmt) -> list[ast.stmt]:
     """The statements a compound statement holds, in order: its body, ``else``, ``finally``,
     then its ``except`` handlers' and ``match`` cases' bodies."""
+    kind = type(stmt)
+    if kind in _BODY_ELSE:  # (the most common compound statements, by their fields)
+        return [*stmt.body, *stmt.orelse]  # type: ignore[attr-defined]
+    if kind is ast.With or kind is ast.AsyncWith:
+        return list(stmt.body)  # type: ignore[attr-defined]
     inner: list[ast.stmt] = []
     for name in ("body", "orelse", "finalbody"):
         inner.extend(getattr(stmt, name, ()))
@@ -109,6 +113,10 @@ SIMPLE_STATEMENTS = frozenset(
     | {ast.Nonlocal, ast.Assert}
 )
 """Statements that hold no block."""
+_NO_BLOCK = SIMPLE_STATEMENTS | NESTED_SCOPES
+"""What ``statements`` does not look into."""
+_BODY_ELSE = frozenset({ast.If, ast.For, ast.AsyncFor, ast.While})
+"""Statements whose blocks are their ``body`` and ``orelse``, and no other."""
 
 
 def span(node: ast.AST) -> tuple[tuple[int, int], tuple[int, int]]:
