@@ -15,7 +15,6 @@ import functools
 import warnings
 from collections.abc import Callable
 
-from lint_rules.analysis.nodes import iter_nodes
 from lint_rules.analysis.classes import Classes
 from lint_rules.analysis.kinds import (
     NOT_TE,
@@ -53,6 +52,7 @@ from lint_rules.analysis.kinds import (
     unknown,
 )
 from lint_rules.analysis.library import library_call, torch_class
+from lint_rules.analysis.nodes import iter_nodes
 from lint_rules.analysis.project import Project
 from lint_rules.analysis.provenance import origin_of
 from lint_rules.analysis.symbols import (
