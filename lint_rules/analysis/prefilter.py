@@ -320,11 +320,6 @@ def spelled_only_as_call(source: str | None, name: str) -> bool:
     """Every occurrence of ``name`` as a word in ``source`` is ``.name(``."""
     if source is None or not source.isascii():
         return False  # an identifier may be spelled with characters that normalise to it
-    if source.count(name) == source.count(f".{name}("):
-        # Each `.name(` holds an occurrence, and another word occurrence could overlap none
-        # of them: as many occurrences as `.name(` (``count`` finds the most that do not
-        # overlap) leave none that is not one.
-        return True
     return all(
         source[at - 1 : at] == "." and source.startswith("(", at + len(name))
         for at in words(source, name)
