@@ -29,6 +29,7 @@ class M:
         return out
 """
 
+
 def _walked(monkeypatch: pytest.MonkeyPatch, text: str, gates: Gates) -> list[str]:
     """The functions ``Resolver.returns`` walks for a ``yield``."""
     walked: list[str] = []
