@@ -120,6 +120,7 @@ class ModuleSymbols:
         self._tree = tree
         self._source = source
         self._stored: frozenset[str] | None = None
+        self._all_classes: list[ast.ClassDef] | None = None
         self._only_called: dict[str, bool] = {}
         self._yield_lines: list[int] | None | bool = False
         """The lines that spell ``yield`` (``prefilter.lines_of``), found when first asked
@@ -190,7 +191,12 @@ class ModuleSymbols:
         return True
 
     def all_classes(self) -> list[ast.ClassDef]:
-        """Every class the file defines, at any depth."""
+        """Every class the file defines, at any depth (found once: a new list each time)."""
+        if self._all_classes is None:
+            self._all_classes = self._find_classes()
+        return list(self._all_classes)
+
+    def _find_classes(self) -> list[ast.ClassDef]:
         body = self._tree.body
         source = self._source
         if source is not None and not self.gates.may_nest_class(source):
