@@ -9,7 +9,6 @@ from __future__ import annotations
 import ast
 from bisect import bisect_left
 from collections.abc import Callable, Iterator, Sequence
-from operator import attrgetter
 from typing import Any
 
 from lint_rules.analysis.blocks import after_if
@@ -195,7 +194,6 @@ def _reads_grad_of(statement: ast.AST, base: str) -> bool:
 
 
 _DECORATED = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef})
-_VALUE = attrgetter("value")
 
 
 class Walker:
@@ -277,7 +275,7 @@ class Walker:
                 if keyword.arg is None or keyword.arg == FLAG:  # a splat, or the flag
                     self.on_call(node, ctx)
                     break
-        self._parts((node.func, *node.args, *map(_VALUE, node.keywords)), ctx)
+        self._parts((node.func, *node.args, *[k.value for k in node.keywords]), ctx)
 
     def _assign(self, node: ast.Assign, ctx: Context) -> None:
         self._parts((*node.targets, node.value), ctx)
@@ -289,13 +287,9 @@ class Walker:
     def _parts(self, parts: Sequence[ast.expr], ctx: Context) -> None:
         """Walk the parts of a call or statement (``a.b.c``: only ``a`` may hold a call)."""
         for part in parts:
-            kind = type(part)
-            while kind is ast.Attribute:
+            while type(part) is ast.Attribute:
                 part = part.value  # type: ignore[attr-defined]
-                kind = type(part)
-            if kind is ast.Call:  # (what ``walk`` would do with it, one call less)
-                self._call(part, ctx)  # type: ignore[arg-type]
-            elif kind not in _LEAVES:
+            if type(part) not in _LEAVES:
                 self.walk(part, ctx)
 
     def _class(self, node: ast.ClassDef, ctx: Context) -> None:
