@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
+from typing import Any
 
 from lint_rules.analysis.nodes import FunctionNode, statements
 
@@ -75,11 +76,13 @@ def read_class(node: ast.ClassDef) -> ClassInfo:
 def _collect_self_stores(
     info: ClassInfo, method: ast.FunctionDef | ast.AsyncFunctionDef, self_name: str
 ) -> None:
+    sub: Any  # (told by its type: ``ast.parse`` makes no subclass of a node type)
     for sub in statements(method.body):
-        if isinstance(sub, (ast.Assign, ast.AnnAssign)):
+        kind = type(sub)
+        if kind is ast.Assign or kind is ast.AnnAssign:
             if sub.value is None:
                 continue
-            targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target]
+            targets = sub.targets if kind is ast.Assign else [sub.target]
             for target in targets:
                 attr = _self_attr(target, self_name)
                 if attr is not None:
@@ -94,7 +97,7 @@ def _collect_self_stores(
                     for attr, part in _unpacked_attrs(target, sub.value, self_name):
                         info.attributes.setdefault(attr, []).append((part, method))
         elif (
-            isinstance(sub, ast.Expr)
+            kind is ast.Expr
             and isinstance(sub.value, ast.Call)
             and isinstance(sub.value.func, ast.Attribute)
             and sub.value.func.attr in _ADDERS

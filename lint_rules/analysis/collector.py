@@ -11,7 +11,7 @@ from bisect import bisect_left
 from collections.abc import Sequence
 
 from lint_rules.analysis.blocks import block
-from lint_rules.analysis.conditions import When, classify, condition_text
+from lint_rules.analysis.conditions import When, classify, condition_text, spelled
 from lint_rules.analysis.counters import file_classes
 from lint_rules.analysis.facts import (
     HOOKS,
@@ -182,8 +182,7 @@ class Collector:
             built = self.file.attributes(where.cls).get(receiver.attr, "")
             if built:
                 return f"obj:{built}"  # `self.fc.flag = True` where `self.fc = TELinear(...)`
-        text = " ".join(ast.unparse(receiver).split())
-        return f"unknown:{text[:60]}"
+        return f"unknown:{spelled(receiver)[:60]}"
 
     def _simple(self, stmt: ast.stmt, where: Where) -> None:
         targets: list[ast.expr] = []

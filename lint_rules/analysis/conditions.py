@@ -21,6 +21,8 @@ import ast
 import enum
 from collections.abc import Callable, Mapping
 
+from lint_rules.analysis.nodes import dotted
+
 MODE_ATTRIBUTES = frozenset({"training"})
 """State that torch itself keeps every phase (``module.train()``/``eval()``)."""
 
@@ -249,11 +251,11 @@ def condition_text(
         return None if bool(test.value) is outcome else "False"
     if (kind or classify(test, reading)) is not When.RUN:
         return None
-    text = " ".join(ast.unparse(test).split())
+    text = spelled(test)
     bound = reading.locals()
     through = (
         [
-            f"{n.id} = {' '.join(ast.unparse(v).split())}"
+            f"{n.id} = {spelled(v)}"
             for n in ast.walk(test)
             if type(n) is ast.Name and n.id in bound
             for v in (bound[n.id],)
@@ -267,3 +269,25 @@ def condition_text(
     if len(text) > CONDITION_CHARS:
         text = text[: CONDITION_CHARS - 3] + "..."
     return text if outcome else f"not ({text})"
+
+
+def spelled(node: ast.expr) -> str:
+    """``ast.unparse(node)`` on one line (its runs of white space made one space), spelled
+    directly where it is a dotted name, ``not`` one, or one compared with ``is (not) None``
+    (the most common tests; ``ast.unparse`` builds a visitor for each)."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        operand = dotted(node.operand)
+        if operand is not None:
+            return f"not {operand}"
+    elif isinstance(node, ast.Compare) and len(node.ops) == 1:
+        right = node.comparators[0]
+        if isinstance(right, ast.Constant) and right.value is None:
+            op = type(node.ops[0])
+            left = dotted(node.left) if op is ast.Is or op is ast.IsNot else None
+            if left is not None:
+                return f"{left} is not None" if op is ast.IsNot else f"{left} is None"
+    else:
+        name = dotted(node)
+        if name is not None:
+            return name
+    return " ".join(ast.unparse(node).split())

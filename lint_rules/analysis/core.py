@@ -178,9 +178,7 @@ class Analysis:
         if project is not None:
             if self._pending:
                 self._prepare()
-            project.collect(
-                self.resolver, self.lines() if self.source is not None else None, self.state_flags
-            )
+            project.collect(self.resolver, self.state_flags)
             for name, export in self.forwarders.exports(self.symbols.functions).items():
                 project.exports.setdefault(name, export)  # a forwarder of the file, by name
             lines = self.gates.state_lines(self.source) if self.source is not None else None

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from lint_rules.analysis.blocks import LEAVING, after_if
 from lint_rules.analysis.facts import _last_name
-from lint_rules.analysis.nodes import statements
+from lint_rules.analysis.nodes import iter_nodes, statements
 
 
 def file_classes(tree: ast.Module) -> dict[str, tuple[str, ...]]:
@@ -29,7 +29,7 @@ def _guarded_by_training(test: ast.expr) -> bool:
     return any(
         (isinstance(n, ast.Attribute) and n.attr == "training")
         or (isinstance(n, ast.Call) and _last_name(n.func) == "is_grad_enabled")
-        for n in ast.walk(test)
+        for n in iter_nodes(test)
     )
 
 

@@ -43,10 +43,16 @@ class Export(NamedTuple):
 def matched(names: Iterable[str], keys: list[str]) -> list[str]:
     """The index keys (``keys``, sorted) that ``names`` reach: a name itself, or every key
     under it when it is a module (``import pkg.layers as L`` reaches ``pkg.layers.X``)."""
-    found = []
+    found: set[str] = set()
+    count = len(keys)
     for name in names:
         at = bisect_left(keys, name)
-        while at < len(keys) and (keys[at] == name or keys[at].startswith(name + ".")):
-            found.append(keys[at])
+        if at < count and keys[at] == name:
+            found.add(name)
             at += 1
-    return sorted(set(found))
+        if at < count:  # (the keys under it follow, sorted: most names have none)
+            under = name + "."
+            while at < count and keys[at].startswith(under):
+                found.add(keys[at])
+                at += 1
+    return sorted(found)

@@ -24,7 +24,7 @@ from lint_rules.analysis.conditions import (
     classify,
     condition_text,
 )
-from lint_rules.analysis.nodes import statements
+from lint_rules.analysis.nodes import iter_nodes, statements
 from lint_rules.analysis.prefilter import ON, Gates
 
 __all__ = ["MODE_ATTRIBUTES", "CallFact", "FileFacts", "Write", "collect", "from_json"]
@@ -170,7 +170,7 @@ def evaluating(function: ast.AST) -> bool:
         for stmt in statements(body)
     ):
         return False  # (found from the statements alone: most functions stop here)
-    for node in ast.walk(function):
+    for node in iter_nodes(function):
         if isinstance(node, ast.Call) and "backward" in _last_name(node.func):
             return False
     return True

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from lint_rules.analysis.kinds import LocalFunction, LocalMethod, ProjectClass, QualName, TEClass
-from lint_rules.analysis.nodes import FunctionNode, dotted
+from lint_rules.analysis.nodes import FunctionNode, dotted, iter_nodes
 from lint_rules.analysis.scopes import Scope
 
 if TYPE_CHECKING:
@@ -323,7 +323,7 @@ class Gradients:
             return known
         self._runs_backward[id(function)] = False  # a recursive function stops here
         found = False
-        for node in ast.walk(function):
+        for node in iter_nodes(function):  # (``ast.walk``'s calls, in its order)
             if isinstance(node, ast.Call):
                 func = node.func
                 name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")

@@ -8,8 +8,9 @@ Nothing here knows about TE or about bindings.
 from __future__ import annotations
 
 import ast
+from collections import deque
 from collections.abc import Iterator, Sequence
-from typing import Union
+from typing import Any, Union
 
 from lint_rules.te import FLAG
 
@@ -78,19 +79,23 @@ def statements(body: Sequence[ast.stmt]) -> list[ast.stmt]:
     """
     found: list[ast.stmt] = []
     pending = list(reversed(body))
+    closed = _NO_BLOCK
     while pending:
         stmt = pending.pop()
         found.append(stmt)
-        kind = type(stmt)
-        if kind in SIMPLE_STATEMENTS or kind in NESTED_SCOPES:
-            continue
-        pending.extend(reversed(blocks(stmt)))
+        if type(stmt) not in closed:
+            pending.extend(reversed(blocks(stmt)))
     return found
 
 
 def blocks(stmt: ast.stmt) -> list[ast.stmt]:
     """The statements a compound statement holds, in order: its body, ``else``, ``finally``,
     then its ``except`` handlers' and ``match`` cases' bodies."""
+    kind = type(stmt)
+    if kind in _BODY_ELSE:  # (the most common compound statements, by their fields)
+        return [*stmt.body, *stmt.orelse]  # type: ignore[attr-defined]
+    if kind is ast.With or kind is ast.AsyncWith:
+        return list(stmt.body)  # type: ignore[attr-defined]
     inner: list[ast.stmt] = []
     for name in ("body", "orelse", "finalbody"):
         inner.extend(getattr(stmt, name, ()))
@@ -108,6 +113,10 @@ SIMPLE_STATEMENTS = frozenset(
     | {ast.Nonlocal, ast.Assert}
 )
 """Statements that hold no block."""
+_NO_BLOCK = SIMPLE_STATEMENTS | NESTED_SCOPES
+"""What ``statements`` does not look into."""
+_BODY_ELSE = frozenset({ast.If, ast.For, ast.AsyncFor, ast.While})
+"""Statements whose blocks are their ``body`` and ``orelse``, and no other."""
 
 
 def span(node: ast.AST) -> tuple[tuple[int, int], tuple[int, int]]:
@@ -197,3 +206,47 @@ def _dict_has_flag(node: ast.expr | None) -> bool:
     return isinstance(node, ast.Dict) and any(
         key is not None and constant_str(key) == FLAG for key in node.keys
     )
+
+
+_LEAVES = frozenset(
+    {ast.Name, ast.Constant, ast.Load, ast.Store, ast.Del, ast.alias, ast.Pass, ast.Break}
+    | {ast.Continue, ast.Global, ast.Nonlocal, ast.Import, ast.ImportFrom}
+    | {type(op) for op in (ast.Add(), ast.Sub(), ast.Mult(), ast.Div(), ast.Mod(), ast.Pow())}
+    | {ast.And, ast.Or, ast.Not, ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Is}
+    | {ast.IsNot, ast.In, ast.NotIn, ast.USub, ast.UAdd, ast.Invert, ast.FloorDiv, ast.MatMult}
+    | {ast.BitAnd, ast.BitOr, ast.BitXor, ast.LShift, ast.RShift}
+    | {str, int, bool, float, complex, bytes, type(None), type(...)}
+)
+"""Nodes (and field values) that can never contain a call: the walk does not descend into them."""
+
+_SCALAR_FIELDS = frozenset(
+    {"ctx", "op", "ops", "id", "attr", "arg", "name", "names", "module", "level", "kind"}
+    | {"conversion", "is_async", "simple", "type_comment", "kwd_attrs", "rest", "tag"}
+)
+_FIELDS: dict[type, tuple[str, ...]] = {}
+"""Per node type, the fields that may hold a node (computed once per type)."""
+
+
+def _node_fields(kind: type) -> tuple[str, ...]:
+    names: tuple[str, ...] = kind._fields  # type: ignore[attr-defined]
+    fields = _FIELDS[kind] = tuple(f for f in names if f not in _SCALAR_FIELDS)
+    return fields
+
+
+def iter_nodes(root: ast.AST) -> Iterator[Any]:
+    """What ``ast.walk(root)`` gives, in its order, less the leaves that can never hold a call
+    (names, constants, operators): a third of the nodes, walked without ``ast.iter_fields``."""
+    todo: deque[Any] = deque([root])
+    while todo:
+        node = todo.popleft()
+        yield node
+        kind = type(node)
+        fields = _FIELDS.get(kind)
+        if fields is None:
+            fields = _node_fields(kind)
+        for name in fields:
+            value = getattr(node, name, None)
+            if type(value) is list:
+                todo.extend(v for v in value if type(v) not in _LEAVES)
+            elif value is not None and type(value) not in _LEAVES:
+                todo.append(value)

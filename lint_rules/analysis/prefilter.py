@@ -186,12 +186,12 @@ def interesting_lines(text: str, lines: Callable[[], list[str]], te_file: bool) 
     comma: a simple statement whose lines have none of these is not walked at all. Where only
     the rare spellings count, they are searched in the whole text, not line by line.
     """
-    if te_file or "\r" in text:
-        if te_file:
-            hits = ["," in line or FLAG in line or "**" in line for line in lines()]
-        else:
-            hits = [FLAG in line or "**" in line for line in lines()]
-        return [number for number, hit in enumerate(hits, start=1) if hit]
+    if te_file:
+        return [
+            n for n, line in enumerate(lines(), 1) if "," in line or FLAG in line or "**" in line
+        ]
+    if "\r" in text:
+        return [n for n, line in enumerate(lines(), 1) if FLAG in line or "**" in line]
     return hit_lines(text, (FLAG, "**"))
 
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Mapping
-from itertools import accumulate
 from typing import TYPE_CHECKING
 
 from lint_rules.analysis.exports import Export, matched
@@ -174,17 +173,12 @@ class Project:
             return NOT_TE if export.forward else TEUnbound(export.te_base)
         return UNKNOWN
 
-    def collect(
-        self,
-        resolver: Resolver,
-        lines: list[str] | None = None,
-        flags: StateFlags | None = None,
-    ) -> None:
-        """What this file exports: module-level TE subclasses, factories of TE modules, and
-        names it imports from the index (a package's ``__init__`` re-exporting them).
-        ``lines``: the source's, where a function that never spells ``yield`` is told not to
-        be a generator without walking it. ``flags``: the file's ``StateFlags`` (a TE
-        subclass that passes its own attribute as the flag is exported as stateful)."""
+    def collect(self, resolver: Resolver, flags: StateFlags | None = None) -> None:
+        """What this file exports: module-level TE subclasses, factories of TE modules (a
+        function whose text never spells ``yield`` is told no generator without walking it:
+        ``ModuleSymbols.may_yield``), and names it imports from the index (a package's
+        ``__init__`` re-exporting them). ``flags``: the file's ``StateFlags`` (a TE subclass
+        that passes its own attribute as the flag is exported as stateful)."""
         symbols = resolver.symbols
         classes = resolver.classes
         for name, node in symbols.classes.items():
@@ -197,17 +191,10 @@ class Project:
                 if flag is not None:
                     export = export._replace(stateful=flag.attr)
                 self.exports[name] = export
-        marks: list[int] | None = None  # lines up to each line that spell `yield`
         for name, function in symbols.functions.items():
             if not _may_return_module(function):
                 continue
-            generator = None
-            if lines is not None:
-                if marks is None:
-                    marks = list(accumulate(("yield" in line for line in lines), initial=0))
-                last = min(function.end_lineno or function.lineno, len(marks) - 1)
-                generator = None if marks[last] > marks[function.lineno - 1] else False
-            kind = resolver.returns(function, None, None, generator)
+            kind = resolver.returns(function, None, None)
             if isinstance(kind, TEInstance):
                 label = kind.node.name if kind.node is not None else ""
                 self.exports[name] = _export("factory", kind, label)

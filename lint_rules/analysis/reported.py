@@ -15,13 +15,10 @@ from lint_rules.analysis.records import Reported
 from lint_rules.findings import char_column, split_lines
 
 
-def _char_columns(text: str) -> Callable[[int, int], int]:
-    """Map (line, UTF-8 byte column) to a character column; lines are split only when asked."""
-    lines: list[str] = []
+def _char_columns(lines: list[str]) -> Callable[[int, int], int]:
+    """Map (line, UTF-8 byte column) to a character column in ``lines``."""
 
     def convert(line: int, col: int) -> int:
-        if not lines:
-            lines.extend(split_lines(text))
         if not 1 <= line <= len(lines):
             return col
         return char_column(lines[line - 1], col)
@@ -29,8 +26,7 @@ def _char_columns(text: str) -> Callable[[int, int], int]:
     return convert
 
 
-def _fingerprints(text: str, findings: Sequence[Any]) -> list[str]:
-    lines = split_lines(text)
+def _fingerprints(lines: list[str], findings: Sequence[Any]) -> list[str]:
     seen: dict[tuple[str, str], int] = {}
     prints = []
     for f in findings:
@@ -73,9 +69,12 @@ FIX_MESSAGE = "Pass a value that is re-armed every step (`None` or a guard)"
 def reported_findings(path: str, text: str, findings: Iterable[Any]) -> tuple[Reported, ...]:
     """What a file's findings become in its ``Outcome``: columns in characters, fingerprints,
     evidence with paths, and fix edits (plain data, for the faces, pools and the cache)."""
-    chars = _char_columns(text)
     ordered = sorted(findings, key=lambda f: f.sort_key)
-    prints = _fingerprints(text, ordered)
+    if not ordered:
+        return ()  # (a file without findings: its text is not split)
+    lines = split_lines(text)
+    chars = _char_columns(lines)
+    prints = _fingerprints(lines, ordered)
     return tuple(
         Reported(
             path=path,

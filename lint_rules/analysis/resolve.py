@@ -52,6 +52,7 @@ from lint_rules.analysis.kinds import (
     unknown,
 )
 from lint_rules.analysis.library import library_call, torch_class
+from lint_rules.analysis.nodes import iter_nodes
 from lint_rules.analysis.project import Project
 from lint_rules.analysis.provenance import origin_of
 from lint_rules.analysis.symbols import (
@@ -503,7 +504,8 @@ class Resolver:
         def compute() -> Kind:
             if isinstance(function, ast.AsyncFunctionDef) or (
                 generator is not False
-                and any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in ast.walk(function))
+                and self.symbols.may_yield(function)  # (its text spells `yield`)
+                and any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in iter_nodes(function))
             ):
                 return unknown(f"`{function.name}` is a generator or a coroutine")
             scope = self.symbols.scope(function, parent, owner)

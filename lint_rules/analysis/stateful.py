@@ -25,7 +25,7 @@ from lint_rules.analysis.kinds import (
     TEModule,
     TEUnbound,
 )
-from lint_rules.analysis.nodes import dotted
+from lint_rules.analysis.nodes import dotted, iter_nodes
 from lint_rules.analysis.walk import COMPREHENSIONS, Context, Walker, exclusive
 from lint_rules.findings import Evidence
 from lint_rules.rules import repeat_text
@@ -114,7 +114,7 @@ def _local_from_self(scope: Scope, name: str, self_name: str) -> str | None:
 
 
 def _self_attribute_read(value: ast.expr, self_name: str) -> str | None:
-    for node in ast.walk(value):
+    for node in iter_nodes(value):
         if (
             isinstance(node, ast.Attribute)
             and _is_name(node.value, self_name)
@@ -318,7 +318,7 @@ def constant_index(func: ast.expr, ctx: Context) -> bool:
     index = node.slice
     if isinstance(index, ast.Name) and ctx.scope is not None:
         function = ctx.scope[0]
-        for stmt in ast.walk(function):
+        for stmt in iter_nodes(function):
             if (
                 isinstance(stmt, ast.Assign)
                 and any(_is_name(t, index.id) for t in stmt.targets)

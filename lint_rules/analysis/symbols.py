@@ -120,7 +120,11 @@ class ModuleSymbols:
         self._tree = tree
         self._source = source
         self._stored: frozenset[str] | None = None
+        self._all_classes: list[ast.ClassDef] | None = None
         self._only_called: dict[str, bool] = {}
+        self._yield_lines: list[int] | None | bool = False
+        """The lines that spell ``yield`` (``prefilter.lines_of``), found when first asked
+        (False: not yet); None: every function may."""
         for stmt in tree.body:
             self._collect(stmt)
 
@@ -187,7 +191,12 @@ class ModuleSymbols:
         return True
 
     def all_classes(self) -> list[ast.ClassDef]:
-        """Every class the file defines, at any depth."""
+        """Every class the file defines, at any depth (found once: a new list each time)."""
+        if self._all_classes is None:
+            self._all_classes = self._find_classes()
+        return list(self._all_classes)
+
+    def _find_classes(self) -> list[ast.ClassDef]:
         body = self._tree.body
         source = self._source
         if source is not None and not self.gates.may_nest_class(source):
@@ -247,6 +256,21 @@ class ModuleSymbols:
         if lines is None:
             return True
         at = bisect_left(lines, node.lineno)
+        return at < len(lines) and lines[at] <= (node.end_lineno or node.lineno)
+
+    def may_yield(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+        """Whether the function's lines, its decorators' included, spell ``yield`` (a keyword
+        is spelled in ASCII): else no ``yield`` node is in it (``ast.walk`` finds none)."""
+        lines = self._yield_lines
+        if lines is False:
+            source = self._source
+            found = self.gates.lines_of(source, ("yield",)) if source is not None else None
+            lines = self._yield_lines = found
+        if lines is None:
+            return True
+        assert isinstance(lines, list)
+        first = node.decorator_list[0].lineno if node.decorator_list else node.lineno
+        at = bisect_left(lines, first)
         return at < len(lines) and lines[at] <= (node.end_lineno or node.lineno)
 
     def cached_scope(self, node: FunctionNode) -> Scope | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 import weakref
 from collections.abc import Mapping
+from typing import Any
 
 from lint_rules.analysis.conditions import Reading
 from lint_rules.analysis.counters import counters as _counters
@@ -18,6 +19,8 @@ from lint_rules.analysis.objects import class_name
 from lint_rules.analysis.prefilter import Gates
 from lint_rules.analysis.walk import called_names, updates_parameters
 
+_ASSIGNS = frozenset({ast.Assign, ast.AnnAssign, ast.AugAssign})
+_LOOPS_WITHS = frozenset({ast.For, ast.AsyncFor, ast.With, ast.AsyncWith})
 _PER_TREE: weakref.WeakKeyDictionary[ast.Module, TreeFacts] = weakref.WeakKeyDictionary()
 
 
@@ -77,18 +80,20 @@ class TreeFacts:
             node = self.functions.get(function)
             counts: dict[str, int] = {}
             values: dict[str, ast.expr] = {}
+            stmt: Any  # (told by its type: ``ast.parse`` makes no subclass of a node type)
             for stmt in statements(getattr(node, "body", ())) if node is not None else ():
-                if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
-                    targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+                kind = type(stmt)
+                if kind in _ASSIGNS:
+                    targets = stmt.targets if kind is ast.Assign else [stmt.target]
                     for target in targets:
                         for name in target_names(target):
                             counts[name.id] = counts.get(name.id, 0) + 1
-                            if stmt.value is not None and not isinstance(stmt, ast.AugAssign):
+                            if stmt.value is not None and kind is not ast.AugAssign:
                                 values[name.id] = stmt.value
-                elif isinstance(stmt, (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith)):
+                elif kind in _LOOPS_WITHS:
                     bound = (
                         [stmt.target]
-                        if isinstance(stmt, (ast.For, ast.AsyncFor))
+                        if kind is ast.For or kind is ast.AsyncFor
                         else [i.optional_vars for i in stmt.items if i.optional_vars is not None]
                     )
                     for target in bound:
@@ -105,8 +110,8 @@ class TreeFacts:
             node = self.functions.get(function)
             values: dict[str, bool] = {}
             for stmt in statements(getattr(node, "body", ())) if node is not None else ():
-                if isinstance(stmt, ast.Assign):
-                    constant = isinstance(stmt.value, ast.Constant)
+                if type(stmt) is ast.Assign:
+                    constant = isinstance(stmt.value, ast.Constant)  # type: ignore[attr-defined]
                     for target in stmt.targets:
                         if isinstance(target, ast.Name):
                             values[target.id] = values.get(target.id, True) and constant

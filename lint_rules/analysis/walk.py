@@ -8,38 +8,13 @@ from __future__ import annotations
 
 import ast
 from bisect import bisect_left
-from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from lint_rules.analysis.blocks import after_if
+from lint_rules.analysis.nodes import _FIELDS, _LEAVES, _node_fields, iter_nodes
 from lint_rules.analysis.symbols import Branch, FunctionNode, dotted, target_names
 from lint_rules.te import FLAG
-
-_LEAVES = frozenset(
-    {ast.Name, ast.Constant, ast.Load, ast.Store, ast.Del, ast.alias, ast.Pass, ast.Break}
-    | {ast.Continue, ast.Global, ast.Nonlocal, ast.Import, ast.ImportFrom}
-    | {type(op) for op in (ast.Add(), ast.Sub(), ast.Mult(), ast.Div(), ast.Mod(), ast.Pow())}
-    | {ast.And, ast.Or, ast.Not, ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.Is}
-    | {ast.IsNot, ast.In, ast.NotIn, ast.USub, ast.UAdd, ast.Invert, ast.FloorDiv, ast.MatMult}
-    | {ast.BitAnd, ast.BitOr, ast.BitXor, ast.LShift, ast.RShift}
-    | {str, int, bool, float, complex, bytes, type(None), type(...)}
-)
-"""Nodes (and field values) that can never contain a call: the walk does not descend into them."""
-
-_SCALAR_FIELDS = frozenset(
-    {"ctx", "op", "ops", "id", "attr", "arg", "name", "names", "module", "level", "kind"}
-    | {"conversion", "is_async", "simple", "type_comment", "kwd_attrs", "rest", "tag"}
-)
-_FIELDS: dict[type, tuple[str, ...]] = {}
-"""Per node type, the fields that may hold a node (computed once per type)."""
-
-
-def _node_fields(kind: type) -> tuple[str, ...]:
-    names: tuple[str, ...] = kind._fields  # type: ignore[attr-defined]
-    fields = _FIELDS[kind] = tuple(f for f in names if f not in _SCALAR_FIELDS)
-    return fields
-
 
 COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
 
@@ -116,25 +91,6 @@ def loop_bound_names(loop: ast.AST) -> set[str]:
 def called_names(loop: ast.AST) -> Iterator[str]:
     """The last names of the calls in a loop's body."""
     return _called_names(loop)
-
-
-def iter_nodes(root: ast.AST) -> Iterator[Any]:
-    """What ``ast.walk(root)`` gives, in its order, less the leaves that can never hold a call
-    (names, constants, operators): a third of the nodes, walked without ``ast.iter_fields``."""
-    todo: deque[Any] = deque([root])
-    while todo:
-        node = todo.popleft()
-        yield node
-        kind = type(node)
-        fields = _FIELDS.get(kind)
-        if fields is None:
-            fields = _node_fields(kind)
-        for name in fields:
-            value = getattr(node, name, None)
-            if type(value) is list:
-                todo.extend(v for v in value if type(v) not in _LEAVES)
-            elif value is not None and type(value) not in _LEAVES:
-                todo.append(value)
 
 
 def _called_names(loop: ast.AST) -> Iterator[str]:
