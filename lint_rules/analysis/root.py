@@ -10,18 +10,29 @@ judged alone and its verdicts stay provisional (``Root.alone`` says why).
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
-from typing import Any
+
+from lint_rules.slotted import Frozen
+
+TYPE_CHECKING = False  # `typing` is not imported at run time (a warm run is its start-up)
+if TYPE_CHECKING:
+    from typing import Any
 
 MARKERS = ("pyproject.toml", "setup.cfg", ".git")
 
+MAX_PROJECT_FILES = 20_000
+"""A project with more Python files than this is not read: each file is judged alone."""
 
-@dataclass(frozen=True)
-class Root:
+
+class Root(Frozen):
     """A file's project root (``path``, absolute) and what decided it (``reason``)."""
+
+    __slots__ = ("path", "reason")
 
     path: str
     reason: str
+
+    def __init__(self, path: str, reason: str) -> None:
+        self._fill(locals())
 
 
 def find_root(path: str, setting: str = "", config_file: str | None = None) -> Root | None:
@@ -55,6 +66,34 @@ def root_of(path: str, settings: Any) -> Root | None:
     given = dict(settings.sources).get("project_root")
     base = None if given == "command line" else settings.config_file
     return find_root(path, settings.project_root, base)
+
+
+def shown_root(root: str) -> str:
+    """How a project root is named to discovery and to the run: relative to the current
+    directory when below it (the module names of its files follow)."""
+    cwd = os.getcwd()
+    below = root == cwd or root.startswith(cwd.rstrip(os.sep) + os.sep)
+    return os.path.relpath(root) if below else root
+
+
+def project_files(root: str, excludes: Any) -> list[str] | None:
+    """The project's Python files (``excludes``: the exclude patterns of a path, as for
+    ``cli.discovery.discover``), spelled as discovery finds them under ``shown_root``; None
+    when the project cannot be listed or holds more than ``MAX_PROJECT_FILES`` files."""
+    from lint_rules.cli.discovery import discover
+
+    try:
+        found = discover([shown_root(root)], excludes).files
+    except (OSError, ValueError, RecursionError):
+        return None
+    return normal_files(found)
+
+
+def normal_files(found: list[str]) -> list[str] | None:
+    """``project_files`` from what discovery found."""
+    if len(found) > MAX_PROJECT_FILES:
+        return None
+    return [os.path.normpath(f) for f in found]
 
 
 NO_ROOT = (

@@ -194,13 +194,23 @@ def run_check(args: argparse.Namespace, config: Configuration, discovery: Discov
         cache = open_cache(args.no_cache, args.cache_dir)
     adding = getattr(args, "add_noqa", False)
     crossfile = _crossfile(args, files)
-    memo: Any = None  # a run over unchanged files is served whole (``cli.warm``): --isolated
+    memo: Any = None  # a run over unchanged files is served whole (``cli.warm``)
+    shape: Any = None  # judged with its project: what the run reads besides the files
     served = None
     if cache is not None and args.isolated and not adding:
         from lint_rules.cli.warm import served as served_run
 
         memo = (config.settings_of, args.paths, crossfile, args.disable_noqa)
         served = served_run(cache, files, *memo)
+    elif cache is not None and files and not adding:
+        from lint_rules.cli import warm
+
+        alike = len(args.paths) == 1 and args.respect_gitignore and not args.force_exclude
+        listed = (args.paths[0], files) if alike else None
+        shape = warm.project_shape(files, config.settings_of, config.excludes, listed)
+        if shape is not None:
+            memo = (config.settings_of, shape, args.paths, args.disable_noqa)
+            served = warm.served_project(cache, files, *memo)
     job: Any = None
     if files:  # nothing to read (an empty folder): the per-file machinery is not imported
         from lint_rules.cli.fixcount import selected
@@ -237,9 +247,12 @@ def run_check(args: argparse.Namespace, config: Configuration, discovery: Discov
                 out.flush()
             findings.extend(kept)
         if made is not None and cache is not None:  # made in full: kept whole
-            from lint_rules.cli.warm import keep
+            from lint_rules.cli.warm import keep, keep_project
 
-            keep(cache, files, made, *memo)
+            if shape is None:
+                keep(cache, files, made, *memo)
+            else:
+                keep_project(cache, files, made, *memo, config.excludes)
         if cache is not None:
             cache.save()
         if not adding:
