@@ -124,12 +124,9 @@ def test_a_file_a_named_one_depends_on_through_the_index(
     assert _warm_is_fresh(capsys, made, "pkg/model.py") != first
 
 
-def test_a_new_module_then_deleted(
-    tree: Path, capsys: pytest.CaptureFixture[str], made: Made
-) -> None:
-    """``pkg/extra.py`` created makes user.py's ``Thing`` a TE subclass (its flag passed
-    second: TEM002, and by keyword: TEM001); deleted, the calls are unresolved again (no
-    finding)."""
+def test_a_new_module(tree: Path, capsys: pytest.CaptureFixture[str], made: Made) -> None:
+    """``pkg/extra.py`` created makes user.py's ``Thing`` a TE subclass: its flag passed
+    second (TEM002) and by keyword (TEM001)."""
     assert _warm_is_fresh(capsys, made, "pkg/user.py") == []
     (tree / "pkg" / "extra.py").write_text(EXTRA)
     _age(tree)
@@ -137,6 +134,13 @@ def test_a_new_module_then_deleted(
         ("pkg/user.py", 12, "TEM002"),
         ("pkg/user.py", 15, "TEM001"),
     ]
+
+
+def test_a_deleted_module(tree: Path, capsys: pytest.CaptureFixture[str], made: Made) -> None:
+    """``pkg/extra.py`` deleted: user.py's calls of ``Thing`` are unresolved (no finding)."""
+    (tree / "pkg" / "extra.py").write_text(EXTRA)
+    _age(tree)
+    assert len(_warm_is_fresh(capsys, made, "pkg/user.py")) == 2
     (tree / "pkg" / "extra.py").unlink()
     assert _warm_is_fresh(capsys, made, "pkg/user.py") == []
 
@@ -162,7 +166,9 @@ def test_a_configuration_created_or_edited_in_a_folder_between(
 def test_a_moved_root(tree: Path, capsys: pytest.CaptureFixture[str], made: Made) -> None:
     """A ``pyproject.toml`` created in ``pkg/sub`` (no table) makes it the root of stack.py:
     ``layers.py`` is no longer of its project, and ``BiasLinear``'s layout (the flag third),
-    which ``blocks.ScaledLinear`` inherits, is not known there."""
+    which ``blocks.ScaledLinear`` inherits, is not known there. (The root is in the key by
+    the project's files and the name of its root; a root moved over the same files changes
+    no finding.)"""
     first = _warm_is_fresh(capsys, made, "pkg/sub/stack.py")
     (tree / "pkg" / "sub" / "pyproject.toml").write_text("[project]\nname = 'sub'\n")
     _age(tree)
@@ -171,7 +177,8 @@ def test_a_moved_root(tree: Path, capsys: pytest.CaptureFixture[str], made: Made
 
 def test_a_warm_project_run_imports_no_analysis(tree: Path) -> None:
     """What a fresh interpreter imports for a warm ``check .`` of an unchanged project: the
-    modules of a served ``check --isolated`` (test_warm.py), and the one that finds roots."""
+    modules of a served ``check --isolated`` (test_warm.py), the one that finds roots and
+    those that infer the project's TE release (not ``te``'s facts)."""
     code = (
         "import sys\nfrom lint_rules.cli import main\n"
         "status = main(['check', '--output-format', 'json', '--cache-dir', '../cache', '.'])\n"
@@ -210,8 +217,8 @@ def test_a_warm_project_run_imports_no_analysis(tree: Path) -> None:
         "lint_rules.setting_flags",
         "lint_rules.setting_options",
         "lint_rules.settings",
+        "lint_rules.releases",
         "lint_rules.slotted",
-        "lint_rules.te",
         "lint_rules.te_release",
     }
     assert not {"ast", "dataclasses", "typing", "inspect", "tempfile"} & modules

@@ -252,7 +252,10 @@ def run_check(args: argparse.Namespace, config: Configuration, discovery: Discov
             if shape is None:
                 keep(cache, files, made, *memo)
             else:
-                keep_project(cache, files, made, *memo, config.excludes)
+                settings_of, shaped, paths, disable_noqa = memo
+                keep_project(
+                    cache, files, made, settings_of, shaped, paths, disable_noqa, config.excludes
+                )
         if cache is not None:
             cache.save()
         if not adding:
