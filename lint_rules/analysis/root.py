@@ -35,10 +35,16 @@ class Root(Frozen):
         self._fill(locals())
 
 
-def find_root(path: str, setting: str = "", config_file: str | None = None) -> Root | None:
+def find_root(
+    path: str,
+    setting: str = "",
+    config_file: str | None = None,
+    markers: dict[str, Root | None] | None = None,
+) -> Root | None:
     """The project root of the file at ``path`` (``setting``: the ``project-root`` value of its
     settings, relative to ``config_file``'s folder when it was set there, else to the current
-    directory)."""
+    directory). ``markers``: the nearest folder holding a marker at or above each folder
+    walked, for the next call of the same run (the files of a project share their walk up)."""
     full = os.path.abspath(path)
     if setting:
         base = os.path.dirname(config_file) if config_file else os.getcwd()
@@ -46,26 +52,45 @@ def find_root(path: str, setting: str = "", config_file: str | None = None) -> R
         where = f" in {config_file}" if config_file else ""
         return Root(root, f"project-root = {setting!r}{where}")
     folder = full if os.path.isdir(full) else os.path.dirname(full)
-    while True:
-        for marker in MARKERS:
-            if os.path.lexists(os.path.join(folder, marker)):
-                return Root(folder, f"nearest folder holding {marker}")
-        parent = os.path.dirname(folder)
-        if parent == folder:
-            break
-        folder = parent
+    found = _marked(folder, {} if markers is None else markers)
+    if found is not None:
+        return found
     cwd = os.getcwd()
     if full == cwd or full.startswith(cwd.rstrip(os.sep) + os.sep):
         return Root(cwd, "the current directory (no pyproject.toml, setup.cfg or .git above)")
     return None
 
 
-def root_of(path: str, settings: Any) -> Root | None:
+def _marked(folder: str, markers: dict[str, Root | None]) -> Root | None:
+    """The nearest folder at or above ``folder`` holding a marker, or None; each folder walked
+    is answered in ``markers``."""
+    walked = []
+    found = None
+    while folder not in markers:
+        walked.append(folder)
+        for marker in MARKERS:
+            if os.path.lexists(os.path.join(folder, marker)):
+                found = Root(folder, f"nearest folder holding {marker}")
+                break
+        parent = os.path.dirname(folder)
+        if found is not None or parent == folder:
+            break
+        folder = parent
+    else:
+        found = markers[folder]
+    for seen in walked:
+        markers[seen] = found
+    return found
+
+
+def root_of(
+    path: str, settings: Any, markers: dict[str, Root | None] | None = None
+) -> Root | None:
     """``find_root`` with the ``project-root`` of ``settings`` (the file's): relative to the
     configuration file that set it, or to the current directory when given as a flag."""
     given = dict(settings.sources).get("project_root")
     base = None if given == "command line" else settings.config_file
-    return find_root(path, settings.project_root, base)
+    return find_root(path, settings.project_root, base, markers)
 
 
 def shown_root(root: str) -> str:

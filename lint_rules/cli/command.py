@@ -209,7 +209,7 @@ def run_check(args: argparse.Namespace, config: Configuration, discovery: Discov
         listed = (args.paths[0], files) if alike else None
         shape = warm.project_shape(files, config.settings_of, config.excludes, listed)
         if shape is not None:
-            memo = (config.settings_of, shape, args.paths, args.disable_noqa)
+            memo = (shape, args.paths, args.disable_noqa)
             served = warm.served_project(cache, files, *memo)
     job: Any = None
     if files:  # nothing to read (an empty folder): the per-file machinery is not imported
@@ -252,7 +252,8 @@ def run_check(args: argparse.Namespace, config: Configuration, discovery: Discov
             if shape is None:
                 keep(cache, files, made, *memo)
             else:
-                settings_of, shaped, paths, disable_noqa = memo
+                shaped, paths, disable_noqa = memo
+                settings_of = config.settings_of
                 keep_project(
                     cache, files, made, settings_of, shaped, paths, disable_noqa, config.excludes
                 )

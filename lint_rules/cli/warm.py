@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from lint_rules.analysis.records import Outcome
+    from lint_rules.analysis.root import Root
     from lint_rules.analysis.store import ResultCache
     from lint_rules.settings import Settings
 
@@ -154,13 +155,16 @@ class Shape:
     """What a run judged with its project reads besides the bytes of files: the root of each
     named file, each project's files (named files by the name given) and their settings.
     ``token``: all of it, as compared before and after a run; ``runs``: per project, its
-    files and its root as named (what ``run_key`` digests)."""
+    files and its root as named (what ``run_key`` digests); ``settings``: of each file."""
 
-    __slots__ = ("token", "runs")
+    __slots__ = ("token", "runs", "settings")
 
-    def __init__(self, token: bytes, runs: list[tuple[list[str], str]]) -> None:
+    def __init__(
+        self, token: bytes, runs: list[tuple[list[str], str]], settings: dict[str, Settings]
+    ) -> None:
         self.token = token
         self.runs = runs
+        self.settings = settings
 
 
 def project_shape(
@@ -175,17 +179,19 @@ def project_shape(
     uses (not listed again when it is a project's root as named)."""
     from lint_rules.analysis.root import normal_files, project_files, root_of, shown_root
 
-    roots: dict[tuple[str, str, str | None, str | None], str] = {}
+    roots: dict[tuple[str, int], str] = {}
+    own: dict[str, Settings] = {}  # each file's settings (held: no id is reused)
+    markers: dict[str, Root | None] = {}
     projects: dict[str, tuple[list[str], dict[str, int]]] = {}
     rows = []
+    cwd = os.getcwd()
     for path in files:
-        settings = settings_of(path)
-        given = dict(settings.sources).get("project_root")
-        full = os.path.abspath(path)
-        folder = (os.path.dirname(full), settings.project_root, settings.config_file, given)
+        settings = own[path] = settings_of(path)
+        full = os.path.normpath(os.path.join(cwd, path))  # ``abspath``, one getcwd
+        folder = (os.path.dirname(full), id(settings))
         root = roots.get(folder)
         if root is None:
-            found = root_of(path, settings)
+            found = root_of(path, settings, markers)
             if found is None:
                 return None
             root = roots[folder] = found.path
@@ -198,7 +204,10 @@ def project_shape(
                 members = project_files(root, excludes)
             if members is None:
                 return None
-            places = {os.path.normcase(os.path.abspath(f)): n for n, f in enumerate(members)}
+            places = {
+                os.path.normcase(os.path.normpath(os.path.join(cwd, f))): n
+                for n, f in enumerate(members)
+            }
             project = projects[root] = (members, places)
         at = project[1].get(os.path.normcase(full))
         if at is None:  # excluded from its project, or named by another link: alone
@@ -211,20 +220,19 @@ def project_shape(
     seen = []
     for members, _ in runs:
         for path in members:
-            settings = settings_of(path)
+            settings = own[path] if path in own else own.setdefault(path, settings_of(path))
             kind = kinds.get(id(settings))
             if kind is None:
                 kind = kinds[id(settings)] = len(chosen)
                 chosen.append(settings)
             seen.append(kind)
-    token = repr((os.getcwd(), rows, runs, seen, [s.config_file for s in chosen]))
-    return Shape(token.encode("utf-8", "surrogatepass"), runs)
+    token = repr((cwd, rows, runs, seen, [s.config_file for s in chosen]))
+    return Shape(token.encode("utf-8", "surrogatepass"), runs, own)
 
 
 def project_key(
     cache: ResultCache,
     shape: Shape,
-    settings_of: Callable[[str], Settings],
     paths: Sequence[str],
     disable_noqa: bool,
 ) -> tuple[str, str] | None:
@@ -234,7 +242,7 @@ def project_key(
     head = repr(("project", KEY_FORMAT, os.getcwd(), list(paths), disable_noqa))
     command = blake2b(head.encode("utf-8", "surrogatepass"), digest_size=20)
     for members, shown in shape.runs:
-        keys = run_key(cache, members, settings_of, [shown], True, disable_noqa)
+        keys = run_key(cache, members, shape.settings.__getitem__, [shown], True, disable_noqa)
         if keys is None:
             return None
         digest.update(keys[0].encode("ascii"))
@@ -245,13 +253,12 @@ def project_key(
 def served_project(
     cache: ResultCache,
     files: Sequence[str],
-    settings_of: Callable[[str], Settings],
     shape: Shape,
     paths: Sequence[str],
     disable_noqa: bool,
 ) -> list[Outcome] | None:
     """``served`` for a run judged with its project, of the ``Shape`` found before it."""
-    keys = project_key(cache, shape, settings_of, paths, disable_noqa)
+    keys = project_key(cache, shape, paths, disable_noqa)
     return None if keys is None else cache.run_outcomes(keys[0], list(files))
 
 
@@ -273,6 +280,6 @@ def keep_project(
     again = project_shape(files, settings_of, excludes)
     if again is None or again.token != shape.token:
         return
-    keys = project_key(cache, again, settings_of, paths, disable_noqa)
+    keys = project_key(cache, again, paths, disable_noqa)
     if keys is not None:
         cache.keep_run(keys[0], outcomes, keys[1])
