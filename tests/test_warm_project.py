@@ -221,4 +221,4 @@ def test_a_warm_project_run_imports_no_analysis(tree: Path) -> None:
         "lint_rules.slotted",
         "lint_rules.te_release",
     }
-    assert not {"ast", "dataclasses", "typing", "inspect", "tempfile"} & modules
+    assert not {"ast", "dataclasses", "typing", "inspect", "tempfile", "threading"} & modules
