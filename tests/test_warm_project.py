@@ -223,3 +223,27 @@ def test_a_warm_project_run_imports_no_analysis(tree: Path) -> None:
         "lint_rules.te_release",
     }
     assert not {"ast", "dataclasses", "typing", "inspect", "tempfile", "threading"} & modules
+
+
+def test_the_run_made_in_full_reads_the_files_its_key_was_made_of(
+    tree: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``check .`` lists the project once (discovery); the run made in full is given that
+    list (a module created meanwhile is not read by a run kept without it), and the project
+    is listed once more after it, to keep the run only if no module came or went."""
+    import lint_rules.analysis.faces as faces
+    import lint_rules.analysis.root as root
+
+    listed = []
+    real = root.project_files
+
+    def counted(*args: object) -> object:
+        listed.append(args[0])
+        return real(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(root, "project_files", counted)
+    monkeypatch.setattr(faces, "project_files", counted)
+    _check(capsys, "--cache-dir", "../cache", ".")
+    assert listed == [str(tree)]  # after the run
+    _check(capsys, "--cache-dir", "../cache", ".")
+    assert listed == [str(tree)]  # served: the list is discovery's

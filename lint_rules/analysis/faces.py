@@ -56,12 +56,14 @@ class ProjectJudge:
         excludes: Excludes | None = None,
         cache: Any = None,
         isolated: bool = False,
+        members: dict[str, list[str]] | None = None,
     ) -> None:
         self.settings_of = settings_of
         self.excludes = excludes or self._settings_excludes
         self.cache = cache
         self.isolated = isolated
-        self._members: dict[str, list[str] | None] = {}
+        self._members: dict[str, list[str] | None] = dict(members or {})
+        """Each project's files by its root (``members``: those listed already)."""
         self._done: dict[tuple[str, Job], dict[int | None, Outcome]] = {}
         """The outcomes of a project's run, kept while nothing is written (flake8 and the
         libcst runner name the files of a project one by one)."""

@@ -73,6 +73,7 @@ def _outcomes(
     files: Sequence[str],
     cache: object = None,
     crossfile: bool | None = None,
+    members: dict[str, list[str]] | None = None,
 ) -> Iterable[Outcome]:
     """Every file's outcome, in order, as each finishes; progress drawn on the way. Each
     file is judged with its whole project (``analysis.faces``), whichever files were named;
@@ -80,7 +81,9 @@ def _outcomes(
     if not args.isolated:
         from lint_rules.cli.project import judged
 
-        yield from judged(args, config, work, job, files, cache, lambda n: _progress(args, n))
+        yield from judged(
+            args, config, work, job, files, cache, lambda n: _progress(args, n), members
+        )
         return
     from lint_rules.cli.cpus import CpuSample
     from lint_rules.cli.running import POOL_MIN_BYTES, Pool, plan_files, pool_size, run_plan
@@ -231,7 +234,8 @@ def run_check(args: argparse.Namespace, config: Configuration, discovery: Discov
         if served is not None:
             stream = served
         elif files:
-            stream = _outcomes(args, config, check_file, job, files, cache, crossfile)
+            listed = None if shape is None else shape.members  # the files the key read
+            stream = _outcomes(args, config, check_file, job, files, cache, crossfile, listed)
         for outcome in stream:
             if cache is not None:
                 cache.put(outcome)

@@ -155,16 +155,23 @@ class Shape:
     """What a run judged with its project reads besides the bytes of files: the root of each
     named file, each project's files (named files by the name given) and their settings.
     ``token``: all of it, as compared before and after a run; ``runs``: per project, its
-    files and its root as named (what ``run_key`` digests); ``settings``: of each file."""
+    files and its root as named (what ``run_key`` digests); ``settings``: of each file;
+    ``members``: each project's files by its root (the run made in full is given them, so
+    that it reads the files the key was made of)."""
 
-    __slots__ = ("token", "runs", "settings")
+    __slots__ = ("token", "runs", "settings", "members")
 
     def __init__(
-        self, token: bytes, runs: list[tuple[list[str], str]], settings: dict[str, Settings]
+        self,
+        token: bytes,
+        runs: list[tuple[list[str], str]],
+        settings: dict[str, Settings],
+        members: dict[str, list[str]],
     ) -> None:
         self.token = token
         self.runs = runs
         self.settings = settings
+        self.members = members
 
 
 def project_shape(
@@ -227,7 +234,8 @@ def project_shape(
                 chosen.append(settings)
             seen.append(kind)
     token = repr((cwd, rows, runs, seen, [s.config_file for s in chosen]))
-    return Shape(token.encode("utf-8", "surrogatepass"), runs, own)
+    listing = {root: list(found) for root, (found, _) in projects.items()}
+    return Shape(token.encode("utf-8", "surrogatepass"), runs, own, listing)
 
 
 def project_key(
