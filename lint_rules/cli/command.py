@@ -206,14 +206,14 @@ def run_check(args: argparse.Namespace, config: Configuration, discovery: Discov
         memo = (config.settings_of, args.paths, crossfile, args.disable_noqa)
         served = served_run(cache, files, *memo)
     elif cache is not None and files and not adding:
-        from lint_rules.cli import warm
+        from lint_rules.cli.warm import project_shape, served_project
 
         alike = len(args.paths) == 1 and args.respect_gitignore and not args.force_exclude
         listed = (args.paths[0], files) if alike else None
-        shape = warm.project_shape(files, config.settings_of, config.excludes, listed)
+        shape = project_shape(files, config.settings_of, config.excludes, listed)
         if shape is not None:
             memo = (shape, args.paths, args.disable_noqa)
-            served = warm.served_project(cache, files, *memo)
+            served = served_project(cache, files, *memo)
     job: Any = None
     if files:  # nothing to read (an empty folder): the per-file machinery is not imported
         from lint_rules.cli.fixcount import selected
