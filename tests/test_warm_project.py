@@ -15,9 +15,7 @@ from pathlib import Path
 import pytest
 
 from lint_rules.cli import command
-from tests.test_warm import Made, _age
-
-from tests.test_warm import PROJECT  # isort: skip
+from tests.test_warm import PROJECT, Made, _age
 
 USER = '''"""Uses ``Thing`` of ``pkg/extra.py``: a TE subclass when that module exists."""
 

@@ -46,7 +46,6 @@ from lint_rules.analysis.records import settings_key
 TYPE_CHECKING = False  # `typing` is not imported at run time (a warm run is its start-up)
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
-
     from typing import Any
 
     from lint_rules.analysis.records import Outcome
