@@ -376,6 +376,8 @@ class ConfigResolver:
         self._by_file: dict[Path | None, Settings] = {}
         self._narrowed: dict[tuple[int, frozenset[str]], Settings] = {}
         self._by_path: dict[str, Settings] = {}
+        self._released: dict[str, Settings] = {}
+        """Each folder's settings with its project's TE release (``with_te_release``)."""
         if self.config is not None and not self.config.is_file():
             what = "is not a regular file" if self.config.exists() else "does not exist"
             raise SettingsError(f"{config}: configuration file {what}")
@@ -426,9 +428,15 @@ class ConfigResolver:
             return self._for_file(absolute, self._load(None))
         is_dir = os.path.isdir(absolute)
         folder = absolute if is_dir else os.path.dirname(absolute)
+        settings = self._released.get(folder)
+        if settings is None:  # once per folder: its files share it
+            if self.config is not None:
+                settings = with_te_release(self._load(self.config), folder)
+            else:
+                settings = with_te_release(self._folder_settings(folder), folder)
+            self._released[folder] = settings
         if self.config is not None:
-            return self._for_file(absolute, with_te_release(self._load(self.config), folder))
-        settings = with_te_release(self._folder_settings(folder), folder)
+            return self._for_file(absolute, settings)
         return settings if is_dir else self._for_file(absolute, settings)
 
     def _for_file(self, absolute: str, settings: Settings) -> Settings:

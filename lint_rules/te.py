@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from lint_rules.releases import NEWEST, OLDEST, Release, parse_release  # noqa: F401 - re-exported
+
 FLAG = "is_first_microbatch"
 """The keyword every rule is about; files without these bytes are never parsed."""
 
@@ -65,14 +67,8 @@ TE_GRAPH_FACTORY = "make_graphed_callables"
 # TE's facts by release: one table, the rules and the explanations read it
 
 
-Release = tuple[int, int]
-"""A TE release as ``(major, minor)``: ``(1, 13)``, ``(2, 20)``."""
-
-NEWEST: Release = (2, 20)
-"""The newest release these facts were read off (2.20.2): the default when a project pins
-nothing (``te-version``)."""
-
-OLDEST: Release = (1, 0)
+# ``Release``, ``NEWEST``, ``OLDEST`` and ``parse_release`` live in ``releases`` (read when a
+# project's release is inferred, before any analysis).
 
 
 @dataclass(frozen=True)
@@ -129,16 +125,6 @@ class TEFacts:
     @property
     def label(self) -> str:
         return f"{self.release[0]}.{self.release[1]}"
-
-
-def parse_release(text: str) -> Release | None:
-    """``"1.13"``, ``"1.13.0"``, ``"2"`` (its first minor) -> ``(1, 13)``...; None if not one."""
-    parts = text.strip().split(".")
-    if not parts or not all(p.isdigit() for p in parts[:2]):
-        return None
-    major = int(parts[0])
-    minor = int(parts[1]) if len(parts) > 1 else 0
-    return (major, minor)
 
 
 def facts_for(version: str) -> TEFacts:

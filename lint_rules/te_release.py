@@ -22,9 +22,9 @@ import functools
 import os
 import re
 import sys
-from dataclasses import dataclass
 
-from lint_rules.te import NEWEST, Release, parse_release
+from lint_rules.releases import NEWEST, Release, parse_release
+from lint_rules.slotted import Frozen
 
 _PROJECT_FILES = ("pyproject.toml", "setup.cfg", "setup.py")
 _TE_REQUIREMENT = re.compile(
@@ -36,13 +36,17 @@ KNOWN_MINORS: dict[int, int] = {1: 13, 2: NEWEST[1]}
 """The newest minor release of each major the facts know (an upper bound picks below it)."""
 
 
-@dataclass(frozen=True)
-class Inferred:
+class Inferred(Frozen):
     """The release a file's project uses, and where that was read (``--show-settings``)."""
+
+    __slots__ = ("version", "source")
 
     version: str
     """``"1.13"``; ``""`` when nothing pins TE (the newest applies)."""
     source: str
+
+    def __init__(self, version: str, source: str) -> None:
+        self._fill(locals())
 
 
 def release_of_spec(spec: str) -> Release | None:

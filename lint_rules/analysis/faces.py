@@ -26,13 +26,17 @@ from typing import Any
 from lint_rules.analysis.filework import Work, check_file
 from lint_rules.analysis.plan import plan_files
 from lint_rules.analysis.records import Job, Outcome
-from lint_rules.analysis.root import NO_ROOT, Root, root_of
+from lint_rules.analysis.root import (  # noqa: F401 - MAX_PROJECT_FILES: re-exported
+    MAX_PROJECT_FILES,
+    NO_ROOT,
+    Root,
+    project_files,
+    root_of,
+    shown_root,
+)
 from lint_rules.analysis.run import Parse, in_process, run_crossfile
 from lint_rules.settings import Settings
 from lint_rules.slotted import replace
-
-MAX_PROJECT_FILES = 20_000
-"""A project with more Python files than this is not read: each file is judged alone."""
 
 Progress = Callable[[int], Callable[[], None]]
 """``progress(total)``: the function to call as each of ``total`` files is done."""
@@ -52,12 +56,14 @@ class ProjectJudge:
         excludes: Excludes | None = None,
         cache: Any = None,
         isolated: bool = False,
+        members: dict[str, list[str]] | None = None,
     ) -> None:
         self.settings_of = settings_of
         self.excludes = excludes or self._settings_excludes
         self.cache = cache
         self.isolated = isolated
-        self._members: dict[str, list[str] | None] = {}
+        self._members: dict[str, list[str] | None] = dict(members or {})
+        """Each project's files by its root (``members``: those listed already)."""
         self._done: dict[tuple[str, Job], dict[int | None, Outcome]] = {}
         """The outcomes of a project's run, kept while nothing is written (flake8 and the
         libcst runner name the files of a project one by one)."""
@@ -93,18 +99,7 @@ class ProjectJudge:
         """The project's Python files (its excludes applied), spelled relative to the current
         directory when below it; None when the project cannot be listed or is too large."""
         if root not in self._members:
-            from lint_rules.cli.discovery import discover
-
-            shown = os.path.relpath(root) if _below(root, os.getcwd()) else root
-            try:
-                found = discover([shown], self.excludes).files
-            except (OSError, ValueError, RecursionError):
-                found = None
-            if found is not None:
-                found = [os.path.normpath(f) for f in found]
-                if len(found) > MAX_PROJECT_FILES:
-                    found = None
-            self._members[root] = found
+            self._members[root] = project_files(root, self.excludes)
         return self._members[root]
 
     def why_alone(self, path: str) -> str | None:
@@ -227,7 +222,7 @@ class ProjectJudge:
         only = None if keep else {spot for spot in spots if spot is not None}
         advance = progress(len(files)) if progress else None
         plan = plan_files(job, files, self.settings_of, self.cache, advance, crossfile=True)
-        shown = os.path.relpath(root) if _below(root, os.getcwd()) else root
+        shown = shown_root(root)
         settled: dict[str, Any] = {}
         stream = run_crossfile(work, job, plan, workers, [shown], advance, parse, only, settled)
         table: dict[int | None, Outcome] = {}

@@ -113,12 +113,15 @@ def _leave(code: int) -> None:
     costs a cold run over megatron-core about 5% of its CPU. As mypy does. Where the normal
     exit has more to do, it is taken as it is: a thread other than the main one still running
     (it would be joined), output that cannot be flushed (Python reports that itself), or a
-    profiler or tracer watching (``python -m cProfile`` writes its profile after the exit)."""
-    import threading
-
+    profiler or tracer watching (``python -m cProfile`` writes its profile after the exit).
+    ``threading`` is not imported for it: a run that never imported it started no thread that
+    the normal exit would join (those are ``threading``'s)."""
     if sys.getprofile() is not None or sys.gettrace() is not None:
         raise SystemExit(code)
-    if any(t is not threading.main_thread() and not t.daemon for t in threading.enumerate()):
+    threading = sys.modules.get("threading")
+    if threading is not None and any(
+        t is not threading.main_thread() and not t.daemon for t in threading.enumerate()
+    ):
         raise SystemExit(code)
     if not _flushed():
         raise SystemExit(code)

@@ -73,6 +73,7 @@ def _outcomes(
     files: Sequence[str],
     cache: object = None,
     crossfile: bool | None = None,
+    members: dict[str, list[str]] | None = None,
 ) -> Iterable[Outcome]:
     """Every file's outcome, in order, as each finishes; progress drawn on the way. Each
     file is judged with its whole project (``analysis.faces``), whichever files were named;
@@ -80,7 +81,9 @@ def _outcomes(
     if not args.isolated:
         from lint_rules.cli.project import judged
 
-        yield from judged(args, config, work, job, files, cache, lambda n: _progress(args, n))
+        yield from judged(
+            args, config, work, job, files, cache, lambda n: _progress(args, n), members
+        )
         return
     from lint_rules.cli.cpus import CpuSample
     from lint_rules.cli.running import POOL_MIN_BYTES, Pool, plan_files, pool_size, run_plan
@@ -194,13 +197,23 @@ def run_check(args: argparse.Namespace, config: Configuration, discovery: Discov
         cache = open_cache(args.no_cache, args.cache_dir)
     adding = getattr(args, "add_noqa", False)
     crossfile = _crossfile(args, files)
-    memo: Any = None  # a run over unchanged files is served whole (``cli.warm``): --isolated
+    memo: Any = None  # a run over unchanged files is served whole (``cli.warm``)
+    shape: Any = None  # judged with its project: what the run reads besides the files
     served = None
     if cache is not None and args.isolated and not adding:
         from lint_rules.cli.warm import served as served_run
 
         memo = (config.settings_of, args.paths, crossfile, args.disable_noqa)
         served = served_run(cache, files, *memo)
+    elif cache is not None and files and not adding:
+        from lint_rules.cli.warm import project_shape, served_project
+
+        alike = len(args.paths) == 1 and args.respect_gitignore and not args.force_exclude
+        listed = (args.paths[0], files) if alike else None
+        shape = project_shape(files, config.settings_of, config.excludes, listed)
+        if shape is not None:
+            memo = (shape, args.paths, args.disable_noqa)
+            served = served_project(cache, files, *memo)
     job: Any = None
     if files:  # nothing to read (an empty folder): the per-file machinery is not imported
         from lint_rules.cli.fixcount import selected
@@ -221,7 +234,8 @@ def run_check(args: argparse.Namespace, config: Configuration, discovery: Discov
         if served is not None:
             stream = served
         elif files:
-            stream = _outcomes(args, config, check_file, job, files, cache, crossfile)
+            listed = None if shape is None else shape.members  # the files the key read
+            stream = _outcomes(args, config, check_file, job, files, cache, crossfile, listed)
         for outcome in stream:
             if cache is not None:
                 cache.put(outcome)
@@ -237,9 +251,16 @@ def run_check(args: argparse.Namespace, config: Configuration, discovery: Discov
                 out.flush()
             findings.extend(kept)
         if made is not None and cache is not None:  # made in full: kept whole
-            from lint_rules.cli.warm import keep
+            from lint_rules.cli.warm import keep, keep_project
 
-            keep(cache, files, made, *memo)
+            if shape is None:
+                keep(cache, files, made, *memo)
+            else:
+                shaped, paths, disable_noqa = memo
+                settings_of = config.settings_of
+                keep_project(
+                    cache, files, made, settings_of, shaped, paths, disable_noqa, config.excludes
+                )
         if cache is not None:
             cache.save()
         if not adding:

@@ -27,13 +27,15 @@ def judged(
     files: Sequence[str],
     cache: object,
     bar: Callable[[int], Progress],
+    members: dict[str, list[str]] | None = None,
 ) -> Iterator[Outcome]:
-    """``_outcomes`` with each file judged with its project (``analysis.faces``)."""
+    """``_outcomes`` with each file judged with its project (``analysis.faces``); ``members``:
+    the files of projects listed already, by root."""
     if not files:  # nothing to judge: the core is not even imported
         return
     from lint_rules.analysis.faces import ProjectJudge
 
-    judge = ProjectJudge(config.settings_of, config.excludes, cache)
+    judge = ProjectJudge(config.settings_of, config.excludes, cache, members=members)
     workers = args.jobs if args.jobs is not None else 1
     if args.jobs is None and len(files) > 1:
         from lint_rules.cli.cpus import default_cpus
