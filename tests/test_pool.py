@@ -92,3 +92,44 @@ def test_files_queued_for_a_busy_worker_are_taken_back(tmp_path: Path) -> None:
     assert outcomes[0].error == str(here)  # the largest
     assert outcomes[1].error != str(here)  # the worker's first
     assert outcomes[2].error == str(here)  # queued behind it: taken back, not waited for
+
+
+def test_a_first_analysis_kept_by_a_worker_is_judged_again_there(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``layers.py``'s verdict reads ``module.py``'s re-arm, known only after the first pass:
+    its first analysis is kept to be judged again. Made by the worker (this process takes a
+    larger file that imports TE), it is judged again by that worker (``filework.rejudge_kept``),
+    not analysed again in full in this process; the output is ``-j 1``'s."""
+    import shutil
+
+    from helpers import run_in_process
+
+    from lint_rules.analysis.core import Analysis
+
+    case = tmp_path / "case"
+    shutil.copytree(
+        Path(__file__).resolve().parents[1] / "fixtures/lifecycle/rearm_every_step", case
+    )
+    big = "import transformer_engine.pytorch as te\n\n" + "x = 1  # is_first_microbatch\n" * 400
+    (case / "model" / "big.py").write_text(big)
+    log = tmp_path / "log"
+    run, rejudge = Analysis.run, Analysis.rejudge
+
+    def note(what: str) -> None:
+        with open(log, "a") as handle:
+            handle.write(f"{os.getpid()} {what}\n")
+
+    monkeypatch.setattr(Analysis, "run", lambda a: note("run") or run(a))
+    monkeypatch.setattr(Analysis, "rejudge", lambda a, r: note("again") or rejudge(a, r))
+    args = ["check", "--no-cache", "--isolated", "--output-format", "json", "model"]
+    pooled = run_in_process([*args, "-j", "2"], case)
+    events = [line.split() for line in log.read_text().splitlines()]
+    log.unlink()
+    alone = run_in_process([*args, "-j", "1"], case)
+    here = str(os.getpid())
+    assert [pid for pid, what in events if what == "again"] != [here]
+    assert len([1 for _, what in events if what == "again"]) == 1
+    assert len([1 for _, what in events if what == "run"]) == 4  # each file once
+    assert {pid for pid, _ in events} != {here}  # a worker judged files
+    assert (pooled.returncode, pooled.stdout) == (alone.returncode, alone.stdout)

@@ -23,10 +23,15 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from lint_rules.analysis.filework import (
+    ELSEWHERE,
+    KEPT,
     Work,
     check_file,
     guarded,
+    keep_here,
+    let_go_here,
     rejudge_file,
+    rejudge_kept,
 )
 from lint_rules.analysis.plan import Plan, plan_files
 from lint_rules.analysis.records import Job, Outcome, Reported, content_digest
@@ -222,15 +227,17 @@ def _task(work: Work, job: Job, item: tuple[Any, ...]) -> Outcome:
     return work(job, item[0], item[1], None, *item[2:])
 
 
-def _remote_task(work: Work, job: Job, item: tuple[Any, ...]) -> Outcome:
-    """``_task`` in a worker: a first analysis it kept (``analysis.Project.keep``) stays in
-    the worker, so it is let go; the run judges that file again in full if it must."""
+def _remote_task(work: Work, job: Job, item: tuple[Any, ...]) -> tuple[Outcome, bool]:
+    """``_task`` in a worker, and whether the worker kept the file's analysis: a first
+    analysis the run will judge again (``analysis.Project.keep``) stays in the worker
+    (``filework.KEPT``), which judges it again when the run sends it back (``rejudge_kept``)."""
+    path = item[0]
+    if work is not rejudge_kept:
+        let_go_here(path)  # judged in full again: what was kept of it is stale
     outcome = _task(work, job, item)
-    project: Any = item[2] if len(item) > 2 else None
-    if getattr(project, "kept", None) is not None:
-        project.kept.close()
-        project.kept = None
-    return outcome
+    if work is rejudge_kept:
+        return outcome, path in KEPT
+    return outcome, keep_here(path, item[2] if len(item) > 2 else None, outcome)
 
 
 def pool_size(plan: Plan, jobs: int | None, cpus: int | None = None) -> int:
@@ -348,6 +355,9 @@ class Pool:
     ) -> Iterator[Outcome]:
         """Each item's outcome, in order (``analysis.run.Parse``)."""
         task = functools.partial(_task, work, job)
+        if work is rejudge_kept and self._executor is not None:
+            yield from self._kept_elsewhere(job, items)  # where their analyses are
+            return
         helpers = min(workers, self.workers) - 1
         sizes = [_size(item[0]) for item in items] if helpers >= 1 else []
         if len(sizes) <= 1 or (self._executor is None and sum(sizes) < self.min_bytes):
@@ -357,6 +367,15 @@ class Pool:
 
         executor = self._start(job.mode == "write")
         remote = functools.partial(_remote_task, work, job)
+
+        def received(future: Any) -> Outcome:
+            """A worker's outcome; the run's view of the file learns that the worker kept
+            its analysis (``filework.ELSEWHERE``)."""
+            outcome, kept = future.result()
+            if kept:
+                items[running[future]][2].kept = ELSEWHERE
+            return outcome
+
         order = sorted(range(len(items)), key=lambda n: -sizes[n])
         results: dict[int, Outcome] = {}
         running: dict[Any, int] = {}
@@ -376,7 +395,8 @@ class Pool:
 
         while given < len(items):
             for future in [f for f in running if f.done()]:
-                results[running.pop(future)] = future.result()
+                results[running[future]] = received(future)
+                del running[future]
             while given in results:
                 yield results.pop(given)
                 given += 1
@@ -397,6 +417,18 @@ class Pool:
                 results[at] = task(items[at])
             else:
                 wait(list(running), return_when=FIRST_COMPLETED)
+
+    def _kept_elsewhere(self, job: Job, items: Sequence[tuple[Any, ...]]) -> Iterator[Outcome]:
+        """Files whose first analysis a worker kept, judged again by the workers (the one that
+        kept a file judges it again; another analyses it in full): never here, where it would
+        be analysed in full. Outcomes in order."""
+        remote = functools.partial(_remote_task, rejudge_kept, job)
+        futures = [self._executor.submit(remote, item) for item in items]
+        for item, future in zip(items, futures):
+            outcome, kept = future.result()
+            if kept:
+                item[2].kept = ELSEWHERE
+            yield outcome
 
 
 def _size(path: str) -> int:
