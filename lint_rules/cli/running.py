@@ -292,6 +292,12 @@ PRELOAD = (
 process, not by every worker (a worker then pays from a few hundred KB of source)."""
 
 
+SWITCH_INTERVAL = 0.0005
+"""While the pool runs, the longest this process's analysis holds the interpreter when the
+pool's threads (``concurrent.futures``: they pass files to the workers and take their outcomes
+back) wait for it: at Python's 5 ms, a worker judging small files waited for those threads
+between its files, and judged half as many files as this process."""
+
 AHEAD = 4
 """Files queued for each worker at least (those it has not begun are taken back at the end)."""
 
@@ -317,6 +323,7 @@ class Pool:
         always); once forked, the workers serve every later parse of the run."""
         self._executor: Any = None
         self._reaping: Any = None
+        self._interval: float | None = None
 
     def __enter__(self) -> Pool:
         return self
@@ -328,6 +335,9 @@ class Pool:
             return
         executor, reaping = self._executor, self._reaping
         self._executor = self._reaping = None
+        if self._interval is not None:
+            sys.setswitchinterval(self._interval)
+            self._interval = None
         if kind is None:
             try:
                 executor.shutdown(wait=True)
@@ -348,6 +358,8 @@ class Pool:
             reaping = _reaped(executor)
             reaping.__enter__()
             self._executor, self._reaping = executor, reaping
+            self._interval = sys.getswitchinterval()
+            sys.setswitchinterval(min(self._interval, SWITCH_INTERVAL))
         return self._executor
 
     def __call__(
