@@ -4,6 +4,7 @@ files dealt largest first, outcomes in the order of the files, workers ended on 
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -133,3 +134,42 @@ def test_a_first_analysis_kept_by_a_worker_is_judged_again_there(
     assert len([1 for _, what in events if what == "run"]) == 4  # each file once
     assert {pid for pid, _ in events} != {here}  # a worker judged files
     assert (pooled.returncode, pooled.stdout) == (alone.returncode, alone.stdout)
+
+
+def _slow_here(
+    job: Job, path: str, settings: Any, source: Any = None, project: Any = None
+) -> Outcome:
+    """This process is slow (it judges the largest files): the worker is not."""
+    if os.getpid() == settings:
+        import time
+
+        time.sleep(0.1)
+    return Outcome(path, error=str(os.getpid()))
+
+
+def test_small_files_go_to_a_worker_together_but_the_last_one_by_one(tmp_path: Path) -> None:
+    """Each task costs the pool's threads and the worker about as much as a few KB of source:
+    small files are sent together (``CHUNK_BYTES``, ``CHUNK_FILES``), the last ones alone, so
+    that those queued for a busy worker can still be taken back one by one."""
+    here = os.getpid()
+    items = [(path, here) for path, _ in _files(tmp_path, [100 + n for n in range(60)])]
+    sent: list[int] = []
+    with Pool(2, min_bytes=0) as pool:
+        executor = pool._start(False)
+        submit = executor.submit
+        executor.submit = lambda fn, chunk: sent.append(len(chunk)) or submit(fn, chunk)
+        outcomes = list(pool(_slow_here, Job(), items, 2))
+        assert sys.getswitchinterval() <= running.SWITCH_INTERVAL  # the pool's threads wait less
+    assert [o.path for o in outcomes] == [path for path, _ in items]
+    away = [o for o in outcomes if o.error != str(here)]
+    assert sum(sent) >= len(away) > len(sent)  # fewer tasks than files judged away
+    assert max(sent) == running.CHUNK_FILES
+    assert sent[-1] == 1
+
+
+def test_the_switch_interval_is_given_back_with_the_pool(tmp_path: Path) -> None:
+    before = sys.getswitchinterval()
+    with Pool(2, min_bytes=0) as pool:
+        list(pool(_whose, Job(), _files(tmp_path, [10, 20, 30]), 2))
+        assert sys.getswitchinterval() < before
+    assert sys.getswitchinterval() == before

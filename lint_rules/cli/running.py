@@ -240,6 +240,13 @@ def _remote_task(work: Work, job: Job, item: tuple[Any, ...]) -> tuple[Outcome, 
     return outcome, keep_here(path, item[2] if len(item) > 2 else None, outcome)
 
 
+def _remote_tasks(
+    work: Work, job: Job, items: Sequence[tuple[Any, ...]]
+) -> list[tuple[Outcome, bool]]:
+    """``_remote_task`` for each of a few small files sent together."""
+    return [_remote_task(work, job, item) for item in items]
+
+
 def pool_size(plan: Plan, jobs: int | None, cpus: int | None = None) -> int:
     """Workers for the parse pass (this process counts as one): ``--jobs`` when given, else
     the idle cores (``cpus``, or ``default_cpus`` over the first pass), and only when the
@@ -299,7 +306,13 @@ back) wait for it: at Python's 5 ms, a worker judging small files waited for tho
 between its files, and judged half as many files as this process."""
 
 AHEAD = 4
-"""Files queued for each worker at least (those it has not begun are taken back at the end)."""
+"""Tasks queued for each worker at least (those it has not begun are taken back at the end)."""
+
+CHUNK_BYTES = 32_000
+"""Small files go to a worker together, up to this many bytes in one task: each task costs
+this process's threads and the worker about as much as judging a few KB of source."""
+CHUNK_FILES = 8
+"""Files in one task at most: a task queued for a worker can be taken back only whole."""
 
 
 class Pool:
@@ -311,7 +324,8 @@ class Pool:
     forked), and a first analysis it keeps can be judged again without being redone
     (``analysis.run``). Files are dealt largest first, so that the last to finish are small:
     this process takes the largest file left, after handing each worker the next ones (``AHEAD``
-    files, or twice the bytes of its own file if that is more); outcomes come back in the order
+    tasks, small files together (``CHUNK_BYTES``), or twice the bytes of its own file if that is
+    more); outcomes come back in the order
     of the files; with no file left to deal, this process takes back the files still queued
     for a busy worker rather than wait. A worker returns only the ``Outcome``."""
 
@@ -378,37 +392,47 @@ class Pool:
         from concurrent.futures import FIRST_COMPLETED, wait
 
         executor = self._start(job.mode == "write")
-        remote = functools.partial(_remote_task, work, job)
+        remote = functools.partial(_remote_tasks, work, job)
 
-        def received(future: Any) -> Outcome:
-            """A worker's outcome; the run's view of the file learns that the worker kept
-            its analysis (``filework.ELSEWHERE``)."""
-            outcome, kept = future.result()
-            if kept:
-                items[running[future]][2].kept = ELSEWHERE
-            return outcome
+        def received(future: Any) -> None:
+            """A worker's outcomes; the run's view of a file learns that the worker kept its
+            analysis (``filework.ELSEWHERE``)."""
+            for at, (outcome, kept) in zip(running.pop(future), future.result()):
+                results[at] = outcome
+                if kept:
+                    items[at][2].kept = ELSEWHERE
 
         order = sorted(range(len(items)), key=lambda n: -sizes[n])
         results: dict[int, Outcome] = {}
-        running: dict[Any, int] = {}
+        running: dict[Any, list[int]] = {}
         dealt = given = 0
 
         def deal(ahead: int) -> None:
-            """Keep each worker ``AHEAD`` files ahead, and twice the bytes this process is
+            """Keep each worker ``AHEAD`` tasks ahead, and twice the bytes this process is
             about to judge (``ahead``), so that no worker waits for this process to deal
-            again (a worker's outcome reaches this process only between its own files)."""
+            again (a worker's outcome reaches this process only between its own files). Small
+            files go together (``CHUNK_BYTES``), but the last ones one by one."""
             nonlocal dealt
             while dealt < len(order) and (
                 len(running) < AHEAD * helpers
-                or sum(sizes[at] for at in running.values()) < 2 * helpers * ahead
+                or sum(sizes[at] for chunk in running.values() for at in chunk)
+                < 2 * helpers * ahead
             ):
-                running[executor.submit(remote, items[order[dealt]])] = order[dealt]
+                chunk, size = [order[dealt]], sizes[order[dealt]]
                 dealt += 1
+                while (
+                    len(order) - dealt > 2 * AHEAD * helpers
+                    and size + sizes[order[dealt]] <= CHUNK_BYTES
+                    and len(chunk) < CHUNK_FILES
+                ):
+                    chunk.append(order[dealt])
+                    size += sizes[order[dealt]]
+                    dealt += 1
+                running[executor.submit(remote, [items[at] for at in chunk])] = chunk
 
         while given < len(items):
             for future in [f for f in running if f.done()]:
-                results[running[future]] = received(future)
-                del running[future]
+                received(future)
             while given in results:
                 yield results.pop(given)
                 given += 1
@@ -420,13 +444,13 @@ class Pool:
                 deal(sizes[mine])
                 results[mine] = task(items[mine])
             elif len(running) > helpers and job.mode != "write":
-                # nothing left to deal: a file still queued for a busy worker (the last
-                # dealt) is judged here, not waited for; a worker that reaches it judges it
-                # for nothing (never a file that is written)
+                # nothing left to deal: files still queued for a busy worker (the last
+                # dealt) are judged here, not waited for; a worker that reaches them judges
+                # them for nothing (never a file that is written)
                 future = next(reversed(running))
-                at = running.pop(future)
                 future.cancel()
-                results[at] = task(items[at])
+                for at in running.pop(future):
+                    results[at] = task(items[at])
             else:
                 wait(list(running), return_when=FIRST_COMPLETED)
 
