@@ -4,6 +4,11 @@
 ``analysis.Project``, or alone); ``rejudge_file`` judges a kept first analysis again once the
 run's lifecycle facts are known. Any failure on one file becomes that file's error
 (``guarded``), so that a run over many files goes on.
+
+A worker process of the run keeps the first analyses it made that the run will judge again
+(``KEPT``, ``keep_here``), as the run's own process does: the run then sends the file back to
+the pool (``rejudge_kept``) instead of analysing it again in full in its own process, at the
+end of the run, where nothing else runs beside it.
 """
 
 from __future__ import annotations
@@ -16,6 +21,65 @@ from lint_rules.settings import Settings
 
 Work = Callable[..., Outcome]
 """``work(job, path, settings, source=None, project=None)``."""
+
+KEPT_HERE_MAX = 64
+"""First analyses a worker keeps at most (``run.KEPT_MAX`` in the run's own process)."""
+
+KEPT: dict[str, Any] = {}
+"""In a worker process: the views (``analysis.Project``) whose first analysis it kept
+(``Project.kept``), by path, until the run judges them again (``rejudge_kept``). Empty in the
+run's own process, which keeps its own with the run (``analysis.run``)."""
+
+
+class Elsewhere:
+    """``Project.kept`` in the run's process for a file whose first analysis a worker kept:
+    the file is judged again there (``rejudge_kept``); nothing to close here."""
+
+    def close(self) -> None:
+        pass
+
+
+ELSEWHERE = Elsewhere()
+
+
+def keep_here(path: str, project: Any, outcome: Outcome) -> bool:
+    """In a worker, after ``path`` was judged with ``project``: keep its analysis
+    (``KEPT``) if the run will judge it again (``KEPT_HERE_MAX`` at most: the oldest is let
+    go, and the run analyses that file again in full); whether it is kept."""
+    if project is None or project.kept is None:
+        return False
+    if outcome.error is not None:
+        project.kept.close()
+        project.kept = None
+        return False
+    while len(KEPT) >= KEPT_HERE_MAX:  # the oldest goes (a later project of the run)
+        let_go_here(next(iter(KEPT)))
+    KEPT[path] = project
+    return True
+
+
+def let_go_here(path: str) -> None:
+    """Close the analysis of ``path`` this worker kept, if any (it is judged in full again)."""
+    view = KEPT.pop(path, None)
+    if view is not None and view.kept is not None:
+        view.kept.close()
+        view.kept = None
+
+
+def rejudge_kept(
+    job: Job, path: str, settings: Settings, source: Any = None, project: Any = None
+) -> Outcome:
+    """A file whose first analysis a worker kept, now that the run's lifecycle facts are known
+    (``project.lifecycle``): judged again by ``rejudge_file`` in the process that kept it, or
+    analysed again in full with ``project`` in any other (the same findings)."""
+    view = KEPT.pop(path, None)
+    if view is None or view.kept is None:
+        return check_file(job, path, settings, None, project)
+    view.lifecycle = project.lifecycle
+    outcome = rejudge_file(job, path, settings, None, view)
+    if view.kept is not None:  # it asked the run a question: judged once more
+        KEPT[path] = view
+    return outcome
 
 
 def syntax_outcome(path: str, error: SyntaxError, digest: str = "") -> Outcome:

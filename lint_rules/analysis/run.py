@@ -24,7 +24,13 @@ import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from lint_rules.analysis.filework import Work, check_file, rejudge_file
+from lint_rules.analysis.filework import (
+    ELSEWHERE,
+    Work,
+    check_file,
+    rejudge_file,
+    rejudge_kept,
+)
 from lint_rules.analysis.gather import gather_run
 from lint_rules.analysis.plan import Plan
 from lint_rules.analysis.records import Job, Outcome
@@ -166,12 +172,24 @@ def run_crossfile(
     """First analyses whose verdicts read the run's facts, to be judged again with them."""
 
     def rejudged(places: list[int]) -> None:
+        elsewhere = []  # kept by a worker: judged again there (``filework.rejudge_kept``)
         for place in places:
             view = kept.pop(place)
             assert facts is not None
+            if view.kept is ELSEWHERE:
+                elsewhere.append(place)
+                continue
             view.lifecycle = facts.without(plan.files[place])
             outcomes[place] = rejudge_file(check, plan.files[place], settings[place], None, view)
             if view.kept is not None:  # it asked the run a question: judged once more
+                kept[place] = view
+        views = [project(p, index) for p in elsewhere]
+        items = [(plan.files[p], settings[p], view) for p, view in zip(elsewhere, views)]
+        for place, view, outcome in zip(
+            elsewhere, views, parse(rejudge_kept, check, items, workers)
+        ):
+            outcomes[place] = outcome
+            if view.kept is not None:  # kept by the worker again
                 kept[place] = view
 
     def final(place: int) -> bool:

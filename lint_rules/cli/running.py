@@ -23,10 +23,15 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from lint_rules.analysis.filework import (
+    ELSEWHERE,
+    KEPT,
     Work,
     check_file,
     guarded,
+    keep_here,
+    let_go_here,
     rejudge_file,
+    rejudge_kept,
 )
 from lint_rules.analysis.plan import Plan, plan_files
 from lint_rules.analysis.records import Job, Outcome, Reported, content_digest
@@ -213,15 +218,24 @@ def _task(work: Work, job: Job, item: tuple[Any, ...]) -> Outcome:
     return work(job, item[0], item[1], None, *item[2:])
 
 
-def _remote_task(work: Work, job: Job, item: tuple[Any, ...]) -> Outcome:
-    """``_task`` in a worker: a first analysis it kept (``analysis.Project.keep``) stays in
-    the worker, so it is let go; the run judges that file again in full if it must."""
+def _remote_task(work: Work, job: Job, item: tuple[Any, ...]) -> tuple[Outcome, bool]:
+    """``_task`` in a worker, and whether the worker kept the file's analysis: a first
+    analysis the run will judge again (``analysis.Project.keep``) stays in the worker
+    (``filework.KEPT``), which judges it again when the run sends it back (``rejudge_kept``)."""
+    path = item[0]
+    if work is not rejudge_kept:
+        let_go_here(path)  # judged in full again: what was kept of it is stale
     outcome = _task(work, job, item)
-    project: Any = item[2] if len(item) > 2 else None
-    if getattr(project, "kept", None) is not None:
-        project.kept.close()
-        project.kept = None
-    return outcome
+    if work is rejudge_kept:
+        return outcome, path in KEPT
+    return outcome, keep_here(path, item[2] if len(item) > 2 else None, outcome)
+
+
+def _remote_tasks(
+    work: Work, job: Job, items: Sequence[tuple[Any, ...]]
+) -> list[tuple[Outcome, bool]]:
+    """``_remote_task`` for each of a few small files sent together."""
+    return [_remote_task(work, job, item) for item in items]
 
 
 def pool_size(plan: Plan, jobs: int | None, cpus: int | None = None) -> int:
@@ -276,8 +290,20 @@ PRELOAD = (
 process, not by every worker (a worker then pays from a few hundred KB of source)."""
 
 
+SWITCH_INTERVAL = 0.0005
+"""While the pool runs, the longest this process's analysis holds the interpreter when the
+pool's threads (``concurrent.futures``: they pass files to the workers and take their outcomes
+back) wait for it: at Python's 5 ms, a worker judging small files waited for those threads
+between its files, and judged half as many files as this process."""
+
 AHEAD = 4
-"""Files queued for each worker at least (those it has not begun are taken back at the end)."""
+"""Tasks queued for each worker at least (those it has not begun are taken back at the end)."""
+
+CHUNK_BYTES = 32_000
+"""Small files go to a worker together, up to this many bytes in one task: each task costs
+this process's threads and the worker about as much as judging a few KB of source."""
+CHUNK_FILES = 8
+"""Files in one task at most: a task queued for a worker can be taken back only whole."""
 
 
 class Pool:
@@ -289,7 +315,8 @@ class Pool:
     forked), and a first analysis it keeps can be judged again without being redone
     (``analysis.run``). Files are dealt largest first, so that the last to finish are small:
     this process takes the largest file left, after handing each worker the next ones (``AHEAD``
-    files, or twice the bytes of its own file if that is more); outcomes come back in the order
+    tasks, small files together (``CHUNK_BYTES``), or twice the bytes of its own file if that is
+    more); outcomes come back in the order
     of the files; with no file left to deal, this process takes back the files still queued
     for a busy worker rather than wait. A worker returns only the ``Outcome``."""
 
@@ -301,6 +328,7 @@ class Pool:
         always); once forked, the workers serve every later parse of the run."""
         self._executor: Any = None
         self._reaping: Any = None
+        self._interval: float | None = None
 
     def __enter__(self) -> Pool:
         return self
@@ -312,6 +340,9 @@ class Pool:
             return
         executor, reaping = self._executor, self._reaping
         self._executor = self._reaping = None
+        if self._interval is not None:
+            sys.setswitchinterval(self._interval)
+            self._interval = None
         if kind is None:
             try:
                 executor.shutdown(wait=True)
@@ -332,6 +363,8 @@ class Pool:
             reaping = _reaped(executor)
             reaping.__enter__()
             self._executor, self._reaping = executor, reaping
+            self._interval = sys.getswitchinterval()
+            sys.setswitchinterval(min(self._interval, SWITCH_INTERVAL))
         return self._executor
 
     def __call__(
@@ -339,6 +372,9 @@ class Pool:
     ) -> Iterator[Outcome]:
         """Each item's outcome, in order (``analysis.run.Parse``)."""
         task = functools.partial(_task, work, job)
+        if work is rejudge_kept and self._executor is not None:
+            yield from self._kept_elsewhere(job, items)  # where their analyses are
+            return
         helpers = min(workers, self.workers) - 1
         sizes = [_size(item[0]) for item in items] if helpers >= 1 else []
         if len(sizes) <= 1 or (self._executor is None and sum(sizes) < self.min_bytes):
@@ -347,27 +383,47 @@ class Pool:
         from concurrent.futures import FIRST_COMPLETED, wait
 
         executor = self._start(job.mode == "write")
-        remote = functools.partial(_remote_task, work, job)
+        remote = functools.partial(_remote_tasks, work, job)
+
+        def received(future: Any) -> None:
+            """A worker's outcomes; the run's view of a file learns that the worker kept its
+            analysis (``filework.ELSEWHERE``)."""
+            for at, (outcome, kept) in zip(running.pop(future), future.result()):
+                results[at] = outcome
+                if kept:
+                    items[at][2].kept = ELSEWHERE
+
         order = sorted(range(len(items)), key=lambda n: -sizes[n])
         results: dict[int, Outcome] = {}
-        running: dict[Any, int] = {}
+        running: dict[Any, list[int]] = {}
         dealt = given = 0
 
         def deal(ahead: int) -> None:
-            """Keep each worker ``AHEAD`` files ahead, and twice the bytes this process is
+            """Keep each worker ``AHEAD`` tasks ahead, and twice the bytes this process is
             about to judge (``ahead``), so that no worker waits for this process to deal
-            again (a worker's outcome reaches this process only between its own files)."""
+            again (a worker's outcome reaches this process only between its own files). Small
+            files go together (``CHUNK_BYTES``), but the last ones one by one."""
             nonlocal dealt
             while dealt < len(order) and (
                 len(running) < AHEAD * helpers
-                or sum(sizes[at] for at in running.values()) < 2 * helpers * ahead
+                or sum(sizes[at] for chunk in running.values() for at in chunk)
+                < 2 * helpers * ahead
             ):
-                running[executor.submit(remote, items[order[dealt]])] = order[dealt]
+                chunk, size = [order[dealt]], sizes[order[dealt]]
                 dealt += 1
+                while (
+                    len(order) - dealt > 2 * AHEAD * helpers
+                    and size + sizes[order[dealt]] <= CHUNK_BYTES
+                    and len(chunk) < CHUNK_FILES
+                ):
+                    chunk.append(order[dealt])
+                    size += sizes[order[dealt]]
+                    dealt += 1
+                running[executor.submit(remote, [items[at] for at in chunk])] = chunk
 
         while given < len(items):
             for future in [f for f in running if f.done()]:
-                results[running.pop(future)] = future.result()
+                received(future)
             while given in results:
                 yield results.pop(given)
                 given += 1
@@ -379,15 +435,27 @@ class Pool:
                 deal(sizes[mine])
                 results[mine] = task(items[mine])
             elif len(running) > helpers and job.mode != "write":
-                # nothing left to deal: a file still queued for a busy worker (the last
-                # dealt) is judged here, not waited for; a worker that reaches it judges it
-                # for nothing (never a file that is written)
+                # nothing left to deal: files still queued for a busy worker (the last
+                # dealt) are judged here, not waited for; a worker that reaches them judges
+                # them for nothing (never a file that is written)
                 future = next(reversed(running))
-                at = running.pop(future)
                 future.cancel()
-                results[at] = task(items[at])
+                for at in running.pop(future):
+                    results[at] = task(items[at])
             else:
                 wait(list(running), return_when=FIRST_COMPLETED)
+
+    def _kept_elsewhere(self, job: Job, items: Sequence[tuple[Any, ...]]) -> Iterator[Outcome]:
+        """Files whose first analysis a worker kept, judged again by the workers (the one that
+        kept a file judges it again; another analyses it in full): never here, where it would
+        be analysed in full. Outcomes in order."""
+        remote = functools.partial(_remote_task, rejudge_kept, job)
+        futures = [self._executor.submit(remote, item) for item in items]
+        for item, future in zip(items, futures):
+            outcome, kept = future.result()
+            if kept:
+                item[2].kept = ELSEWHERE
+            yield outcome
 
 
 def _size(path: str) -> int:
