@@ -83,9 +83,7 @@ def _marked(folder: str, markers: dict[str, Root | None]) -> Root | None:
     return found
 
 
-def root_of(
-    path: str, settings: Any, markers: dict[str, Root | None] | None = None
-) -> Root | None:
+def root_of(path: str, settings: Any, markers: dict[str, Root | None] | None = None) -> Root | None:
     """``find_root`` with the ``project-root`` of ``settings`` (the file's): relative to the
     configuration file that set it, or to the current directory when given as a flag."""
     given = dict(settings.sources).get("project_root")
