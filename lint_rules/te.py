@@ -6,7 +6,7 @@ it, and which need it as a bool. ``docs/te-facts.md`` says where each fact comes
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from lint_rules.slotted import Frozen
 
 FLAG = "is_first_microbatch"
 """The keyword every rule is about; files without these bytes are never parsed."""
@@ -75,14 +75,18 @@ nothing (``te-version``)."""
 OLDEST: Release = (1, 0)
 
 
-@dataclass(frozen=True)
-class Fact:
+class Fact(Frozen):
     """One fact that holds for the releases ``first`` to ``last`` (inclusive; None: still)."""
+
+    __slots__ = ("first", "last", "source")
 
     first: Release
     last: Release | None
     source: str
     """Where it was read: the file of the TE package, and the releases checked."""
+
+    def __init__(self, first: Release, last: Release | None, source: str) -> None:
+        self._fill(locals())
 
     def holds(self, release: Release) -> bool:
         return self.first <= release and (self.last is None or release <= self.last)
@@ -109,11 +113,15 @@ OVERWRITE_MAIN_GRAD = Fact(
 """``weight.overwrite_main_grad = True`` forces overwrite (Megatron-FSDP sets it)."""
 
 
-@dataclass(frozen=True)
-class TEFacts:
+class TEFacts(Frozen):
     """What one TE release does with the flag, as the rules need it."""
 
+    __slots__ = ("release",)
+
     release: Release
+
+    def __init__(self, release: Release) -> None:
+        self._fill(locals())
 
     def rejects(self, name: str) -> bool:
         """Whether the TE callable ``name`` (short name) rejects the flag in this release."""
@@ -151,9 +159,10 @@ def facts_for(version: str) -> TEFacts:
 # Look-alikes: packages that copy TE's API without being TE
 
 
-@dataclass(frozen=True)
-class LookAlikeFamily:
+class LookAlikeFamily(Frozen):
     """A package that copies TE's module API, and how the linter treats it (docs/rules.md)."""
+
+    __slots__ = ("package", "name", "te_semantics", "reason")
 
     package: str
     name: str
@@ -161,6 +170,9 @@ class LookAlikeFamily:
     """Whether its modules do with the flag what TE does (overwrite a fused ``main_grad``)."""
     reason: str
     """Why, read off the code that uses it (neither package's source is public)."""
+
+    def __init__(self, package: str, name: str, te_semantics: bool, reason: str) -> None:
+        self._fill(locals())
 
 
 _GAUDI = (

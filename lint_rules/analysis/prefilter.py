@@ -21,12 +21,13 @@ from __future__ import annotations
 import re
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, AnyStr
 
 from lint_rules.te import FLAG, TE_MODULE_CLASSES, TE_ROOT
 
+TYPE_CHECKING = False  # `typing` is not imported at run time (a run where nothing passes)
 if TYPE_CHECKING:
     import ast
+    from typing import Any, AnyStr
 
 _SEPARATED = r"(?:[ \t\f]|\\(?:\r\n|\r|\n))"
 _TE_IMPORT = re.compile(
