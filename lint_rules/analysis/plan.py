@@ -124,6 +124,26 @@ def plan_files(
     (``crossfile``), which checks that the index still answers the same (``analysis.run``)."""
     if not files:  # nothing to read: neither the prefilter nor the reader is imported
         return Plan([], [], [], 0, started=started)
+    import gc
+
+    collecting = gc.isenabled()
+    gc.disable()  # the pass makes no cycle: no collection to run over every object so far
+    try:
+        return _plan(job, files, settings_of, cache, on_done, crossfile, started)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _plan(
+    job: Job,
+    files: Sequence[str],
+    settings_of: Callable[[str], Settings],
+    cache: Any,
+    on_done: Callable[[], None] | None,
+    crossfile: bool,
+    started: Any,
+) -> Plan:
     from lint_rules.analysis.skim import skim
 
     done: list[Outcome | None] = []
