@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 import random
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -274,3 +276,41 @@ def test_the_bytes_are_kept_from_the_first_file_that_passes(tmp_path: Path) -> N
     assert plan.raws[paths[2]] == CASES["plain.py"]
     plan = plan_files(Job(), paths[::2], lambda path: Settings(), None, crossfile=True)
     assert not plan.passed and plan.raws == {}
+
+
+def test_a_cold_run_where_nothing_passes_imports_no_analysis(tmp_path: Path) -> None:
+    """What a fresh interpreter imports for a cold ``check --isolated --no-cache`` of a tree
+    that never spells the flag nor TE's package name (transformers, torch): discovery, the
+    first pass and the output; no module of the run's index or lifecycle facts (not even for
+    the package's ``__init__.py``, which may re-export: it is deferred, then done unread), and
+    none of ``ast``, ``dataclasses``, ``inspect`` or ``typing``."""
+    package = tmp_path / "pkg"
+    (package / "sub").mkdir(parents=True)
+    (package / "__init__.py").write_text("from .layers import Block\n")
+    (package / "layers.py").write_text("import torch\n\nclass Block(torch.nn.Module):\n    pass\n")
+    (package / "sub" / "__init__.py").write_text("")
+    (package / "sub" / "notes.py").write_text("# caf\u00e9\nMICROBATCH = 4\n", encoding="utf-8")
+    code = (
+        "import sys\nfrom lint_rules.cli import main\n"
+        "status = main(['check', '--isolated', '--no-cache', '--output-format', 'json', 'pkg'])\n"
+        "print(status, '\\0' + ' '.join(sorted(sys.modules)))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True
+    )
+    out, _, names = done.stdout.rpartition("\0")
+    assert out == "[]\n0 "  # no finding, no error
+    modules = set(names.split())
+    assert "lint_rules.analysis.skim" in modules  # the first pass ran
+    assert not {"ast", "dataclasses", "inspect", "typing"} & modules
+    analysis = {
+        "lint_rules.analysis.run",
+        "lint_rules.analysis.runindex",
+        "lint_rules.analysis.runfacts",
+        "lint_rules.analysis.gather",
+        "lint_rules.analysis.builds",
+        "lint_rules.analysis.facts",
+        "lint_rules.findings",
+        "lint_rules.fileio",
+    }
+    assert not analysis & modules
