@@ -8,7 +8,8 @@ below its own directory, the deepest file with a matching pattern decides, ``.ig
 above a named directory count too, up to the repository root (the nearest directory holding
 ``.git``), unless the named directory is itself ignored (then it is walked as if it were
 not, like a file named explicitly; ``--force-exclude`` skips it). Patterns are matched by
-``pathspec`` (``GitIgnoreSpec``), imported only when an ignore file exists.
+``pathspec`` (``GitIgnoreSpec``), imported only for an ignore file with a pattern that is more
+than names of files or folders (``_Names`` matches those the same way).
 """
 
 from __future__ import annotations
