@@ -369,3 +369,29 @@ def test_ignore_files_that_are_not_simple_are_left_to_pathspec() -> None:
     for line in ("!keep.py", "docs/**", "a//b", "**/tmp", "a b", "[ab].py", "x\\#", " y"):
         assert _Names.of(["build/", line]) is None, line
     assert _Names.of([".venv/", "__pycache__/", "*.egg-info/", "*.pyc", "benchmarks/results/"])
+
+
+def test_with_one_configuration_the_excludes_are_asked_once(tmp_path: Path) -> None:
+    """``--isolated`` (or ``--config``): every folder has the same excludes, so discovery asks
+    the resolver for them once, not once a folder; the files found are the same."""
+    from lint_rules.cli.discovery import discover
+    from lint_rules.cli.options import Configuration
+    from lint_rules.settings import ConfigResolver
+
+    for folder in ("a", "a/b", "c", "c/d/e"):
+        (tmp_path / folder).mkdir(parents=True, exist_ok=True)
+        (tmp_path / folder / "m.py").write_text("x = 1\n")
+    asked: list[str] = []
+    resolver = ConfigResolver(isolated=True)
+    answer = resolver.settings_for
+
+    def settings_for(path: Any) -> Any:
+        asked.append(str(path))
+        return answer(path)
+
+    resolver.settings_for = settings_for  # type: ignore[method-assign]
+    found = discover([str(tmp_path)], Configuration(resolver, ()).excludes).files
+    assert sorted(os.path.relpath(f, tmp_path) for f in found) == sorted(
+        os.path.join(*p.split("/"), "m.py") for p in ("a", "a/b", "c", "c/d/e")
+    )
+    assert len(asked) == 1

@@ -63,9 +63,8 @@ def _utf8(raw: bytes) -> bool:
     is made of bytes >= 0x80 only, so no valid one spans the cut, and an invalid one is
     invalid in its piece too (it ends where the ASCII line break begins). The whole text at
     once is a string of up to four times the file's size in fresh memory (one emoji in a
-    header makes it four bytes a character): on transformers, more than the searches."""
-    if raw.isascii():
-        return True
+    header makes it four bytes a character): on transformers, more than the searches. (Asked
+    of bytes known not to be ASCII: the whole is not checked again first.)"""
     start, size = 0, len(raw)
     try:
         while start < size:
