@@ -339,7 +339,9 @@ _GLOB_PARTS = ["a", "b", "build", ".venv", "x.py", "*", "?", ".", "-", "egg-info
         max_size=4,
     ),
     path=st.lists(
-        st.sampled_from(["a", "b", "build", ".venv", "x.py", "a.b", "-", "ab+"]), min_size=1, max_size=4
+        st.sampled_from(["a", "b", "build", ".venv", "x.py", "a.b", "-", "ab+"]),
+        min_size=1,
+        max_size=4,
     ),
     folder=st.booleans(),
 )

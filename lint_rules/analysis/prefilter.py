@@ -34,12 +34,13 @@ _TE_IMPORT = (
     rf"(?:(?<![\w])(?:import|from){_SEPARATED}+|,{_SEPARATED}*|\([\"'])transformer_engine\b"
 )
 """(A pattern, compiled only by the test that holds the searches to it: compiling the patterns
-of this module was a seventh of its imports' instructions.) ``transformer_engine`` named where an import names a module: after ``import`` or ``from``, or
-after a comma (``import torch, transformer_engine``), spaces, tabs, form feeds and
-backslash-continued line breaks between (so also ``try: import ...``, ``x; import ...``). A
-superset of every import of TE (a comma in a call matches too), whatever the line endings; the
-string a call opens with (``safe_import_from("transformer_engine.pytorch", "Linear")``) counts
-too, for optional-import helpers."""
+of this module was a seventh of its imports' instructions.) ``transformer_engine`` named where
+an import names a module: after ``import`` or ``from``, or after a comma (``import torch,
+transformer_engine``), spaces, tabs, form feeds and backslash-continued line breaks between (so
+also ``try: import ...``, ``x; import ...``). A superset of every import of TE (a comma in a
+call matches too), whatever the line endings; the string a call opens with
+(``safe_import_from("transformer_engine.pytorch", "Linear")``) counts too, for optional-import
+helpers."""
 _TE_CLASS_WORD = r"(?<![\w])(?:{})\b".format("|".join(sorted(TE_MODULE_CLASSES)))
 """A TE class that takes the flag, as a word (not ``TELinear`` or ``ColumnParallelLinear``; but
 ``nn.Linear`` too: ``nn`` may be any module, TE's included)."""
@@ -255,8 +256,9 @@ _HANDED = (
     r"(?:apply|register_\w*hook)\s*\(\s*(?:(?:functools\s*\.\s*)?partial\s*\(\s*)?"
     r"(?:\w+\s*\.\s*)*(\w+)"
 )
-"""(A pattern, compiled when first asked: ``handed_names``.) A function handed to ``.apply()`` or a hook registration by name (``model.apply(fn)``,
-``register_forward_pre_hook(self._hook)``, ``apply(partial(fn, ...))``)."""
+"""(A pattern, compiled when first asked: ``handed_names``.) A function handed to ``.apply()``
+or a hook registration by name (``model.apply(fn)``, ``register_forward_pre_hook(self._hook)``,
+``apply(partial(fn, ...))``)."""
 
 
 def handed_names(text: str) -> frozenset[str]:

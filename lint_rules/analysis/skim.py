@@ -5,11 +5,12 @@ and torch). ``skim`` reads such a file with a few system calls, without the Pyth
 the coding detection, the decoded text or the ``SourceFile`` that ``fileio.read_source``
 builds. It answers only where ``read_source`` would read the same bytes without an error and
 decode them as UTF-8 (a regular file, no NUL byte, no BOM, no coding cookie but UTF-8's in its
-first two lines, valid UTF-8) and the prefilter rules the text out (``prefilter.rules_out_bytes``: never
-with the gates off); the first pass then records what that implies (``plan.Known``, the state
-words searched in the bytes: ``prefilter.mentions_state_bytes``). Every other file, and every
-doubt, goes the usual way, which reports what is wrong with it. (Bytes are searched with
-``find``, not ``in``: ``prefilter``.)
+first two lines, valid UTF-8) and the prefilter rules the text out
+(``prefilter.rules_out_bytes``: never with the gates off); the first pass then records what
+that implies (``plan.Known``, the state words searched in the bytes:
+``prefilter.mentions_state_bytes``). Every other file, and every doubt, goes the usual way,
+which reports what is wrong with it. (Bytes are searched with ``find``, not ``in``:
+``prefilter``.)
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import time
+
 from lint_rules.slotted import Frozen
 
 
