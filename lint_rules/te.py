@@ -6,7 +6,7 @@ it, and which need it as a bool. ``docs/te-facts.md`` says where each fact comes
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from lint_rules.slotted import Frozen
 
 from lint_rules.releases import NEWEST, OLDEST, Release, parse_release  # noqa: F401 - re-exported
 
@@ -71,14 +71,18 @@ TE_GRAPH_FACTORY = "make_graphed_callables"
 # project's release is inferred, before any analysis).
 
 
-@dataclass(frozen=True)
-class Fact:
+class Fact(Frozen):
     """One fact that holds for the releases ``first`` to ``last`` (inclusive; None: still)."""
+
+    __slots__ = ("first", "last", "source")
 
     first: Release
     last: Release | None
     source: str
     """Where it was read: the file of the TE package, and the releases checked."""
+
+    def __init__(self, first: Release, last: Release | None, source: str) -> None:
+        self._fill(locals())
 
     def holds(self, release: Release) -> bool:
         return self.first <= release and (self.last is None or release <= self.last)
@@ -105,11 +109,15 @@ OVERWRITE_MAIN_GRAD = Fact(
 """``weight.overwrite_main_grad = True`` forces overwrite (Megatron-FSDP sets it)."""
 
 
-@dataclass(frozen=True)
-class TEFacts:
+class TEFacts(Frozen):
     """What one TE release does with the flag, as the rules need it."""
 
+    __slots__ = ("release",)
+
     release: Release
+
+    def __init__(self, release: Release) -> None:
+        self._fill(locals())
 
     def rejects(self, name: str) -> bool:
         """Whether the TE callable ``name`` (short name) rejects the flag in this release."""
@@ -137,9 +145,10 @@ def facts_for(version: str) -> TEFacts:
 # Look-alikes: packages that copy TE's API without being TE
 
 
-@dataclass(frozen=True)
-class LookAlikeFamily:
+class LookAlikeFamily(Frozen):
     """A package that copies TE's module API, and how the linter treats it (docs/rules.md)."""
+
+    __slots__ = ("package", "name", "te_semantics", "reason")
 
     package: str
     name: str
@@ -147,6 +156,9 @@ class LookAlikeFamily:
     """Whether its modules do with the flag what TE does (overwrite a fused ``main_grad``)."""
     reason: str
     """Why, read off the code that uses it (neither package's source is public)."""
+
+    def __init__(self, package: str, name: str, te_semantics: bool, reason: str) -> None:
+        self._fill(locals())
 
 
 _GAUDI = (

@@ -6,10 +6,14 @@ from __future__ import annotations
 
 import os
 import random
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from lint_rules import fileio
 from lint_rules.analysis import prefilter, skim
@@ -36,6 +40,8 @@ CASES = {
     "late_cookie.py": b"x = 1\ny = 2\n# coding: latin-1\n",
     "cr_only.py": b"x = 1\ry = 2\r",
     "empty.py": b"",
+    "decoding.py": b'"""Flex Decoding: caf\xc3\xa9."""\nx = 1\n',
+    "cookie_bad_utf8.py": b"# coding: utf-8\nx = '\xe9'\n",
 }
 INIT = b"from .layers import Block\n"  # a package's __init__.py that may re-export
 
@@ -45,12 +51,16 @@ QUICK = {
     "state.py",
     "state_unicode.py",
     "late_cookie.py",
+    "cookie2.py",
+    "split_word.py",
+    "decoding.py",
     "cr_only.py",
     "empty.py",
     "__init__.py",
 }
-"""Read the quick way: UTF-8 without a BOM or a cookie in the first two lines, neither the flag
-nor TE's package name spelt. The others go the usual way."""
+"""Read the quick way: UTF-8 without a BOM, with no coding cookie in the first two lines but
+UTF-8's (``coding`` elsewhere in them is no cookie: ``split_word.py``, ``decoding.py``),
+neither the flag nor TE's package name spelt. The others go the usual way."""
 
 
 def _tree(tmp_path: Path) -> list[str]:
@@ -253,7 +263,7 @@ def test_the_first_pass_records_what_the_usual_reading_records(
     # Asked only of a file that may re-export and fails the prefilter (``plan.Known``): the
     # state words of ``state.py``, ``state_unicode.py`` and ``flag.py`` decide nothing there.
     assert states == set()
-    unreadable = {"nul.py", "latin1.py", "bad_cookie.py"}  # an error, not recorded
+    unreadable = {"nul.py", "latin1.py", "bad_cookie.py", "cookie_bad_utf8.py"}  # errors
     assert {os.path.basename(p) for p in paths} - unreadable == {
         os.path.basename(p) for p in usual_index
     }
@@ -274,3 +284,116 @@ def test_the_bytes_are_kept_from_the_first_file_that_passes(tmp_path: Path) -> N
     assert plan.raws[paths[2]] == CASES["plain.py"]
     plan = plan_files(Job(), paths[::2], lambda path: Settings(), None, crossfile=True)
     assert not plan.passed and plan.raws == {}
+
+
+def test_a_cold_run_where_nothing_passes_imports_no_analysis(tmp_path: Path) -> None:
+    """What a fresh interpreter imports for a cold ``check --isolated --no-cache`` of a tree
+    that never spells the flag nor TE's package name (transformers, torch): discovery, the
+    first pass and the output; no module of the run's index or lifecycle facts (not even for
+    the package's ``__init__.py``, which may re-export: it is deferred, then done unread), and
+    none of ``ast``, ``dataclasses``, ``inspect`` or ``typing``."""
+    package = tmp_path / "pkg"
+    (package / "sub").mkdir(parents=True)
+    (package / "__init__.py").write_text("from .layers import Block\n")
+    (package / "layers.py").write_text("import torch\n\nclass Block(torch.nn.Module):\n    pass\n")
+    (package / "sub" / "__init__.py").write_text("")
+    (package / "sub" / "notes.py").write_text("# caf\u00e9\nMICROBATCH = 4\n", encoding="utf-8")
+    code = (
+        "import sys\nfrom lint_rules.cli import main\n"
+        "status = main(['check', '--isolated', '--no-cache', '--output-format', 'json', 'pkg'])\n"
+        "print(status, '\\0' + ' '.join(sorted(sys.modules)))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True
+    )
+    out, _, names = done.stdout.rpartition("\0")
+    assert out == "[]\n0 "  # no finding, no error
+    modules = set(names.split())
+    assert "lint_rules.analysis.skim" in modules  # the first pass ran
+    assert not {"ast", "dataclasses", "inspect", "typing"} & modules
+    analysis = {
+        "lint_rules.analysis.run",
+        "lint_rules.analysis.runindex",
+        "lint_rules.analysis.runfacts",
+        "lint_rules.analysis.gather",
+        "lint_rules.analysis.builds",
+        "lint_rules.analysis.facts",
+        "lint_rules.findings",
+        "lint_rules.fileio",
+    }
+    assert not analysis & modules
+
+
+_GLOB_PARTS = ["a", "b", "build", ".venv", "x.py", "*", "?", ".", "-", "egg-info", "~", "+"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    lines=st.lists(
+        st.tuples(
+            st.sampled_from(["", "/"]),
+            st.lists(st.sampled_from([*_GLOB_PARTS, "/"]), min_size=1, max_size=4),
+            st.booleans(),
+        ),
+        min_size=1,
+        max_size=4,
+    ),
+    path=st.lists(
+        st.sampled_from(["a", "b", "build", ".venv", "x.py", "a.b", "-", "ab+"]),
+        min_size=1,
+        max_size=4,
+    ),
+    folder=st.booleans(),
+)
+def test_simple_ignore_files_match_as_pathspec_does(
+    lines: list[tuple[str, list[str], bool]], path: list[str], folder: bool
+) -> None:
+    """An ignore file that only names files or folders (``discovery._Names``) is matched
+    without pathspec: the same answer as ``pathspec.GitIgnoreSpec`` for every path."""
+    import pathspec
+
+    from lint_rules.cli.discovery import _check, _Names
+
+    text = [lead + "".join(parts) + ("/" if slash else "") for lead, parts, slash in lines]
+    names = _Names.of(["# a comment", "", *text])
+    if names is None:  # a part made of dots only or empty (`a//b`), or a `**`: pathspec's
+        parts = [p for line in text for p in line.strip("/").split("/")]
+        assert any(not p.strip(".") or "**" in p for p in parts) or any("//" in t for t in text)
+        return
+    relative = "/".join(path) + ("/" if folder else "")
+    expected = _check(pathspec.GitIgnoreSpec.from_lines(text), relative)
+    assert _check(names, relative) == expected, (text, relative)
+
+
+def test_ignore_files_that_are_not_simple_are_left_to_pathspec() -> None:
+    from lint_rules.cli.discovery import _Names
+
+    for line in ("!keep.py", "docs/**", "a//b", "**/tmp", "a b", "[ab].py", "x\\#", " y"):
+        assert _Names.of(["build/", line]) is None, line
+    assert _Names.of([".venv/", "__pycache__/", "*.egg-info/", "*.pyc", "benchmarks/results/"])
+
+
+def test_with_one_configuration_the_excludes_are_asked_once(tmp_path: Path) -> None:
+    """``--isolated`` (or ``--config``): every folder has the same excludes, so discovery asks
+    the resolver for them once, not once a folder; the files found are the same."""
+    from lint_rules.cli.discovery import discover
+    from lint_rules.cli.options import Configuration
+    from lint_rules.settings import ConfigResolver
+
+    for folder in ("a", "a/b", "c", "c/d/e"):
+        (tmp_path / folder).mkdir(parents=True, exist_ok=True)
+        (tmp_path / folder / "m.py").write_text("x = 1\n")
+    asked: list[str] = []
+    resolver = ConfigResolver(isolated=True)
+    answer = resolver.settings_for
+
+    def settings_for(path: Any) -> Any:
+        asked.append(str(path))
+        return answer(path)
+
+    resolver.settings_for = settings_for  # type: ignore[method-assign]
+    found = discover([str(tmp_path)], Configuration(resolver, ()).excludes).files
+    assert sorted(os.path.relpath(f, tmp_path) for f in found) == sorted(
+        os.path.join(*p.split("/"), "m.py") for p in ("a", "a/b", "c", "c/d/e")
+    )
+    assert len(asked) == 1

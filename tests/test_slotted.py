@@ -96,3 +96,22 @@ def test_the_settings_cache_key_is_the_dataclass_one() -> None:
     key = settings_key(Settings(fix_strategy="guard"), True).decode()
     assert key.startswith(f"([('guard_functions', {DEFAULT_SETTINGS.guard_functions!r}), ")
     assert "('te_version', ''), ('fix_strategy', 'guard'), " in key and key.endswith("], True)")
+
+
+def test_an_outcome_holds_only_what_differs_from_its_defaults() -> None:
+    """``records.Outcome`` (one per file of a run) keeps its defaults on the class: the same
+    fields, ``repr``, equality, hash, pickling and ``replace`` as a record that stores them."""
+    from lint_rules.analysis.records import Outcome
+
+    unread = Outcome.unread("a.py")
+    assert unread == Outcome("a.py") and hash(unread) == hash(Outcome("a.py"))
+    assert repr(unread) == repr(Outcome("a.py")) and unread.__dict__ == {}
+    failed = Outcome("b.py", error="cannot parse", error_line=2, digest="d")
+    assert failed.__dict__ == {"error": "cannot parse", "error_line": 2, "digest": "d"}
+    assert field_names(Outcome)[:3] == ("path", "findings", "error") and len(failed._fields) == 16
+    assert failed != replace(failed, error_line=3) and replace(failed, error_line=2) == failed
+    for record in (unread, failed):
+        for again in (pickle.loads(pickle.dumps(record)), copy.copy(record), copy.deepcopy(record)):
+            assert type(again) is Outcome and again == record and repr(again) == repr(record)
+    with pytest.raises(AttributeError, match="cannot assign to field 'error'"):
+        unread.error = "x"  # type: ignore[misc]

@@ -14,10 +14,14 @@ end of the run, where nothing else runs beside it.
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable
+from collections.abc import Callable
 
 from lint_rules.analysis.records import Indexed, Job, Outcome, content_digest
 from lint_rules.settings import Settings
+
+TYPE_CHECKING = False  # `typing` is not imported at run time (a run where nothing passes)
+if TYPE_CHECKING:
+    from typing import Any
 
 Work = Callable[..., Outcome]
 """``work(job, path, settings, source=None, project=None)``."""

@@ -1,63 +1,107 @@
 """The first pass of a run over files: read each one, apply the core's byte prefilter
-(``prefilter.Gates.mentions_flag``) and the result cache; what remains must be parsed (``Plan``)."""
+(``prefilter.Gates.mentions_flag``) and the result cache; what remains must be parsed (``Plan``).
+
+Neither ``dataclasses`` nor ``typing`` is imported here (``Plan`` is a slotted record, ``Known``
+a ``collections.namedtuple``): a run where no file passes the prefilter needs neither."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from collections import namedtuple
 
-from lint_rules.analysis.prefilter import Gates
 from lint_rules.analysis.records import Job, Outcome, bytes_digest, keyed_digest
 from lint_rules.settings import Settings
+from lint_rules.slotted import Record
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+    from typing import Any
+
+    from lint_rules.analysis.prefilter import Gates
+
+Known = namedtuple("Known", ("flag", "reexport", "state", "te", "digest", "size"))
+Known.__doc__ = """What the first pass learns of a file's bytes (the project index keeps it by
+the file's stat, so that an unchanged file is not read again): the prefilter's answers
+(``prefilter``: ``flag``, ``reexport``, ``state``, ``te``, bools), the digest of its bytes
+(``digest``: "" in a run without the index, nothing reads it) and their ``size``. ``state``
+(some line spells a state word) is asked only of a file that may re-export and fails the
+prefilter: it decides whether the run reads that file for its facts (``Plan.deferred``). False
+for any other: nothing reads it there, and searching every file's bytes lowered was a tenth of
+a cold run on megatron-core."""
 
 
-class Known(NamedTuple):
-    """What the first pass learns of a file's bytes (the project index keeps it by the
-    file's stat, so that an unchanged file is not read again): the prefilter's answers
-    (``prefilter``), the digest of its bytes ("" in a run without the index: nothing reads it)
-    and their size. ``state`` (some line spells a state word) is asked only of a file that
-    may re-export and fails the prefilter: it decides whether the run reads that file for its
-    facts (``Plan.deferred``). False for any other: nothing reads it there, and searching
-    every file's bytes lowered was a tenth of a cold run on megatron-core."""
-
-    flag: bool
-    reexport: bool
-    state: bool
-    te: bool
-    digest: str
-    size: int
-
-
-@dataclass
-class Plan:
+class Plan(Record):
     """The first pass: each file either done (an Outcome) or to parse (None)."""
+
+    __slots__ = (
+        "files",
+        "done",
+        "to_parse",
+        "bytes_to_parse",
+        "passed",
+        "deferred",
+        "te_importers",
+        "started",
+        "digests",
+        "cache",
+        "raws",
+    )
 
     files: list[str]
     done: list[Outcome | None]
     to_parse: list[tuple[str, Settings]]
     bytes_to_parse: int
-    passed: list[tuple[int, Settings]] = field(default_factory=list)
+    passed: list[tuple[int, Settings]]
     """Every file that passed the prefilter (parsed now or found in the cache): its place."""
-    deferred: list[tuple[int, Settings]] = field(default_factory=list)
+    deferred: list[tuple[int, Settings]]
     """Packages' ``__init__.py`` that fail the prefilter but import, and share no lifecycle
     fact (a run over several files): read for the index only if a file of the run imports
     from them (``analysis.run``)."""
-    te_importers: set[int] = field(default_factory=set)
+    te_importers: set[int]
     """The places of the files to parse whose text imports TE (``analysis.run`` analyses
     them first)."""
-    started: Any = None
+    started: Any
     """The machine's CPU time when the first pass began (``default_cpus``)."""
-    digests: list[str | None] = field(default_factory=list)
+    digests: list[str | None]
     """The digest of each file's bytes (``Known.digest``), None where it was not read."""
-    cache: Any = None
+    cache: Any
     """The project index the plan read (``store.ResultCache``), for what the run keeps."""
-    raws: dict[str, bytes] = field(default_factory=dict)
+    raws: dict[str, bytes]
     """The bytes the first pass of a run over several files read, by path, from the first
     file that passed on (``RAW_BYTES`` at most in all): what the run later asks of its files
     (``builds``, ``gather``) reads them here, not from the disk again. A run where nothing
     passes asks nothing, and keeps nothing."""
+
+    def __init__(
+        self,
+        files: list[str],
+        done: list[Outcome | None],
+        to_parse: list[tuple[str, Settings]],
+        bytes_to_parse: int,
+        passed: list[tuple[int, Settings]] | None = None,
+        deferred: list[tuple[int, Settings]] | None = None,
+        te_importers: set[int] | None = None,
+        started: Any = None,
+        digests: list[str | None] | None = None,
+        cache: Any = None,
+        raws: dict[str, bytes] | None = None,
+    ) -> None:
+        self._fill(
+            {
+                "files": files,
+                "done": done,
+                "to_parse": to_parse,
+                "bytes_to_parse": bytes_to_parse,
+                "passed": [] if passed is None else passed,
+                "deferred": [] if deferred is None else deferred,
+                "te_importers": set() if te_importers is None else te_importers,
+                "started": started,
+                "digests": [] if digests is None else digests,
+                "cache": cache,
+                "raws": {} if raws is None else raws,
+            }
+        )
 
 
 RAW_BYTES = 64 << 20
@@ -80,6 +124,26 @@ def plan_files(
     (``crossfile``), which checks that the index still answers the same (``analysis.run``)."""
     if not files:  # nothing to read: neither the prefilter nor the reader is imported
         return Plan([], [], [], 0, started=started)
+    import gc
+
+    collecting = gc.isenabled()
+    gc.disable()  # the pass makes no cycle: no collection to run over every object so far
+    try:
+        return _plan(job, files, settings_of, cache, on_done, crossfile, started)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _plan(
+    job: Job,
+    files: Sequence[str],
+    settings_of: Callable[[str], Settings],
+    cache: Any,
+    on_done: Callable[[], None] | None,
+    crossfile: bool,
+    started: Any,
+) -> Plan:
     from lint_rules.analysis.skim import skim
 
     done: list[Outcome | None] = []
@@ -115,7 +179,7 @@ def plan_files(
                     if keeping and len(raw) <= room:
                         raws[path] = raw
                         room -= len(raw)
-                    done.append(Outcome(path))
+                    done.append(Outcome.unread(path))
                     if on_done is not None:
                         on_done()
                     continue
@@ -151,7 +215,7 @@ def plan_files(
         digests.append(known.digest)
         relevant = known.flag
         if not relevant and not (crossfile and known.reexport):
-            outcome = Outcome(path) if new_text is None else Outcome(path, new_text=new_text)
+            outcome = Outcome.unread(path) if new_text is None else Outcome(path, new_text=new_text)
         else:
             settings = settings_of(path)
             if indexed:

@@ -21,24 +21,27 @@ from __future__ import annotations
 import re
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, AnyStr
 
 from lint_rules.te import FLAG, TE_MODULE_CLASSES, TE_ROOT
 
+TYPE_CHECKING = False  # `typing` is not imported at run time (a run where nothing passes)
 if TYPE_CHECKING:
     import ast
+    from typing import Any, AnyStr
 
 _SEPARATED = r"(?:[ \t\f]|\\(?:\r\n|\r|\n))"
-_TE_IMPORT = re.compile(
+_TE_IMPORT = (
     rf"(?:(?<![\w])(?:import|from){_SEPARATED}+|,{_SEPARATED}*|\([\"'])transformer_engine\b"
 )
-"""``transformer_engine`` named where an import names a module: after ``import`` or ``from``, or
-after a comma (``import torch, transformer_engine``), spaces, tabs, form feeds and
-backslash-continued line breaks between (so also ``try: import ...``, ``x; import ...``). A
-superset of every import of TE (a comma in a call matches too), whatever the line endings; the
-string a call opens with (``safe_import_from("transformer_engine.pytorch", "Linear")``) counts
-too, for optional-import helpers."""
-_TE_CLASS_WORD = re.compile(r"(?<![\w])(?:{})\b".format("|".join(sorted(TE_MODULE_CLASSES))))
+"""(A pattern, compiled only by the test that holds the searches to it: compiling the patterns
+of this module was a seventh of its imports' instructions.) ``transformer_engine`` named where
+an import names a module: after ``import`` or ``from``, or after a comma (``import torch,
+transformer_engine``), spaces, tabs, form feeds and backslash-continued line breaks between (so
+also ``try: import ...``, ``x; import ...``). A superset of every import of TE (a comma in a
+call matches too), whatever the line endings; the string a call opens with
+(``safe_import_from("transformer_engine.pytorch", "Linear")``) counts too, for optional-import
+helpers."""
+_TE_CLASS_WORD = r"(?<![\w])(?:{})\b".format("|".join(sorted(TE_MODULE_CLASSES)))
 """A TE class that takes the flag, as a word (not ``TELinear`` or ``ColumnParallelLinear``; but
 ``nn.Linear`` too: ``nn`` may be any module, TE's included)."""
 
@@ -249,12 +252,13 @@ def lines_spelling(data: bytes, needle: bytes) -> list[int] | None:
     return lines
 
 
-_HANDED = re.compile(
+_HANDED = (
     r"(?:apply|register_\w*hook)\s*\(\s*(?:(?:functools\s*\.\s*)?partial\s*\(\s*)?"
     r"(?:\w+\s*\.\s*)*(\w+)"
 )
-"""A function handed to ``.apply()`` or a hook registration by name (``model.apply(fn)``,
-``register_forward_pre_hook(self._hook)``, ``apply(partial(fn, ...))``)."""
+"""(A pattern, compiled when first asked: ``handed_names``.) A function handed to ``.apply()``
+or a hook registration by name (``model.apply(fn)``, ``register_forward_pre_hook(self._hook)``,
+``apply(partial(fn, ...))``)."""
 
 
 def handed_names(text: str) -> frozenset[str]:
@@ -262,11 +266,12 @@ def handed_names(text: str) -> frozenset[str]:
     gates off the tree is read instead, ``treefacts.TreeFacts.applied``). The pattern is
     tried only where ``apply(`` or ``hook(`` may start (``str.find``)."""
     names: set[str] = set()
+    handed = re.compile(_HANDED)  # (``re`` keeps it compiled)
     for word in ("apply", "register_"):
         at = text.find(word)
         while at >= 0:
             if not (at and _is_word(text[at - 1])):
-                found = _HANDED.match(text, at)
+                found = handed.match(text, at)
                 if found is not None:
                     names.add(found.group(1))
             at = text.find(word, at + 1)

@@ -371,15 +371,15 @@ def _nothing_passed(
     settled: dict[str, Any] | None,
 ) -> Iterator[Outcome]:
     """``run_crossfile`` where no file passed the prefilter: what the whole run gives then
-    (the deferred ``__init__.py`` done unread, an empty index, no facts), without it."""
-    for place, _ in plan.deferred:
-        plan.done[place] = Outcome(plan.files[place])
-        if on_parsed is not None:
-            on_parsed()
+    (the deferred ``__init__.py`` done unread, an empty index, no facts), without it
+    (``analysis.unread``, which a face that needs no ``settled`` view calls directly)."""
+    from lint_rules.analysis.unread import done_unread, outcomes
+
+    done_unread(plan, on_parsed)
     if settled is not None:
         facts = run_facts(plan.done, [])
         settled["view"] = lambda path, chosen: _view(path, chosen, Modules(roots), {}, facts)
-    yield from (o if o is not None else Outcome(p) for o, p in zip(plan.done, plan.files))
+    yield from outcomes(plan)
 
 
 def _view(

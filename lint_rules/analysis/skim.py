@@ -4,12 +4,13 @@ Most files of a tree never spell the flag nor TE's package name (every file of t
 and torch). ``skim`` reads such a file with a few system calls, without the Python file object,
 the coding detection, the decoded text or the ``SourceFile`` that ``fileio.read_source``
 builds. It answers only where ``read_source`` would read the same bytes without an error and
-decode them as UTF-8 (a regular file, no NUL byte, no BOM and no ``coding`` in its first two
-lines, valid UTF-8) and the prefilter rules the text out (``prefilter.rules_out_bytes``: never
-with the gates off); the first pass then records what that implies (``plan.Known``, the state
-words searched in the bytes: ``prefilter.mentions_state_bytes``). Every other file, and every
-doubt, goes the usual way, which reports what is wrong with it. (Bytes are searched with
-``find``, not ``in``: ``prefilter``.)
+decode them as UTF-8 (a regular file, no NUL byte, no BOM, no coding cookie but UTF-8's in its
+first two lines, valid UTF-8) and the prefilter rules the text out
+(``prefilter.rules_out_bytes``: never with the gates off); the first pass then records what
+that implies (``plan.Known``, the state words searched in the bytes:
+``prefilter.mentions_state_bytes``). Every other file, and every doubt, goes the usual way,
+which reports what is wrong with it. (Bytes are searched with ``find``, not ``in``:
+``prefilter``.)
 """
 
 from __future__ import annotations
@@ -63,9 +64,8 @@ def _utf8(raw: bytes) -> bool:
     is made of bytes >= 0x80 only, so no valid one spans the cut, and an invalid one is
     invalid in its piece too (it ends where the ASCII line break begins). The whole text at
     once is a string of up to four times the file's size in fresh memory (one emoji in a
-    header makes it four bytes a character): on transformers, more than the searches."""
-    if raw.isascii():
-        return True
+    header makes it four bytes a character): on transformers, more than the searches. (Asked
+    of bytes known not to be ASCII: the whole is not checked again first.)"""
     start, size = 0, len(raw)
     try:
         while start < size:
@@ -93,6 +93,23 @@ def skim(path: str, gates: prefilter.Gates = prefilter.ON) -> Skimmed | None:
     first = raw.find(b"\n")
     end = -1 if first < 0 else raw.find(b"\n", first + 1)
     head = raw if end < 0 else raw[:end]  # the first two lines, as ``decode_source`` looks
-    if head.replace(b"\n", b"", 1).find(b"coding") >= 0 or not (raw.isascii() or _utf8(raw)):
+    if head.replace(b"\n", b"", 1).find(b"coding") >= 0 and not _read_as_utf8(raw):
+        return None
+    if not (raw.isascii() or _utf8(raw)):
         return None
     return read
+
+
+def _read_as_utf8(raw: bytes) -> bool:
+    """Whether Python's detection (``tokenize.detect_encoding``, what ``read_source`` asks
+    where the first two lines spell ``coding``) reads ``raw`` as UTF-8 all the same: a
+    ``coding: utf-8`` cookie, or the word in other words (``Decoding``, a ``# cod`` line then
+    ``ing``). Then the reader's module, and all it imports, stays unloaded."""
+    import io
+    import tokenize
+
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(raw).readline)
+    except SyntaxError:
+        return False
+    return encoding == "utf-8"

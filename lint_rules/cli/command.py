@@ -97,7 +97,11 @@ def _outcomes(
     workers = pool_size(plan, args.jobs)
     # forked on the first parse that needs it (any, with --jobs)
     pool = Pool(workers, job.mode == "write", 0 if args.jobs is not None else POOL_MIN_BYTES)
-    if crossfile:
+    if crossfile and not plan.passed:  # nothing to analyse: the run's machinery not imported
+        from lint_rules.analysis.unread import nothing_passed
+
+        stream = nothing_passed(plan, progress.advance)
+    elif crossfile:
         from lint_rules.analysis.run import run_crossfile
 
         stream = run_crossfile(work, job, plan, workers, args.paths, progress.advance, parse=pool)

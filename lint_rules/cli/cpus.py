@@ -15,17 +15,22 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
+
+from lint_rules.slotted import Frozen
 
 
-@dataclass(frozen=True)
-class CpuSample:
+class CpuSample(Frozen):
     """The machine's CPU time (``/proc/stat``'s ``cpu`` line, in clock ticks; None where there
     is none), this process's own CPU time and the clock, at one moment."""
+
+    __slots__ = ("ticks", "own", "wall")
 
     ticks: tuple[int, ...] | None
     own: float
     wall: float
+
+    def __init__(self, ticks: tuple[int, ...] | None, own: float, wall: float) -> None:
+        self._fill(locals())
 
     @classmethod
     def now(cls) -> CpuSample:

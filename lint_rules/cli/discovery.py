@@ -8,7 +8,8 @@ below its own directory, the deepest file with a matching pattern decides, ``.ig
 above a named directory count too, up to the repository root (the nearest directory holding
 ``.git``), unless the named directory is itself ignored (then it is walked as if it were
 not, like a file named explicitly; ``--force-exclude`` skips it). Patterns are matched by
-``pathspec`` (``GitIgnoreSpec``), imported only when an ignore file exists.
+``pathspec`` (``GitIgnoreSpec``), imported only for an ignore file with a pattern that is more
+than names of files or folders (``_Names`` matches those the same way).
 """
 
 from __future__ import annotations
@@ -109,7 +110,7 @@ class _IgnoreFile(Frozen):
     __slots__ = ("base", "spec")
 
     base: str  # absolute directory the patterns are relative to
-    spec: Any  # pathspec.GitIgnoreSpec
+    spec: Any  # pathspec.GitIgnoreSpec, or _Names
 
     def __init__(self, base: str, spec: Any) -> None:
         self._fill(locals())
@@ -123,9 +124,70 @@ def _read_ignore(path: str, base: str) -> _IgnoreFile | None:
         return None
     if not any(line.strip() and not line.lstrip().startswith("#") for line in lines):
         return None
+    names = _Names.of(lines)
+    if names is not None:
+        return _IgnoreFile(base, names)
     import pathspec
 
     return _IgnoreFile(base, pathspec.GitIgnoreSpec.from_lines(lines))
+
+
+_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-+~*?")
+
+
+class _Names:
+    """An ignore file whose patterns only name files or folders (``build/``, ``*.egg-info/``,
+    ``.venv/``, ``*.pyc``, ``benchmarks/results/``, ``/dist``: each part letters, digits,
+    ``._-+~``, ``*`` and ``?``; no ``**``, no negation), matched here as
+    ``pathspec.GitIgnoreSpec`` matches them, without importing pathspec: its import was a sixth
+    of a cold run over torch in a virtual environment inside a git checkout
+    (``tests/test_skim.py`` holds the two to the same answers). A pattern with a ``/`` but at
+    its end is anchored where the ignore file is; one without matches a name at any depth. A
+    path is ignored where a pattern matches it or a folder above it (a pattern ending in ``/``:
+    a folder only); with no negation, the last match cannot differ from the first."""
+
+    __slots__ = ("patterns",)
+
+    def __init__(self, patterns: list[tuple[list[str], bool, bool]]) -> None:
+        self.patterns = patterns  # (globs of the parts, anchored, folders only)
+
+    @classmethod
+    def of(cls, lines: list[str]) -> _Names | None:
+        """The patterns of ``lines``, or None where one is not that simple (pathspec then)."""
+        patterns = []
+        for line in lines:
+            if not line or line.startswith("#"):
+                continue
+            glob = line[:-1] if line.endswith("/") else line
+            anchored = "/" in glob
+            parts = (glob[1:] if glob.startswith("/") else glob).split("/")
+            for part in parts:
+                if not part.strip(".") or "**" in part or not _NAME_CHARS.issuperset(part):
+                    return None  # a space, an escape, a class, a negation: pathspec
+            patterns.append((parts, anchored, glob != line))
+        return cls(patterns)
+
+    def include(self, relative: str) -> bool | None:
+        """True where ``relative`` (a folder ends with ``/``) is ignored, else None."""
+        parts = relative.split("/")
+        folder = not parts[-1]
+        if folder:
+            parts.pop()
+        match = fnmatch.fnmatchcase
+        for globs, anchored, folders_only in self.patterns:
+            if anchored:
+                size = len(globs)
+                if size > len(parts) or not all(map(match, parts, globs)):
+                    continue
+                if size < len(parts) or folder or not folders_only:
+                    return True
+                continue
+            glob = globs[0]
+            last = len(parts) - 1
+            for at, part in enumerate(parts):
+                if match(part, glob) and (at < last or folder or not folders_only):
+                    return True
+        return None
 
 
 def _ignore_files_in(folder: str, names: Sequence[str] | None = None) -> list[_IgnoreFile]:
@@ -182,6 +244,8 @@ def _ignored(path: str, is_dir: bool, specs: Sequence[_IgnoreFile]) -> bool:
 
 def _check(spec: Any, relative: str) -> bool | None:
     """The last pattern of ``spec`` that matches decides: ignored, re-included, or no match."""
+    if isinstance(spec, _Names):
+        return spec.include(relative)
     check = getattr(spec, "check_file", None)  # pathspec >= 0.12.1
     if check is not None:
         include = check(relative).include

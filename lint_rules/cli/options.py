@@ -339,7 +339,8 @@ def _selection_flags(parser: argparse.ArgumentParser, verb: str) -> None:
 class Configuration(Frozen):
     """The settings of each file (``resolver``) and the excludes of each path (``excludes``)."""
 
-    __slots__ = ("resolver", "flag_excludes", "replace_excludes")
+    __slots__ = ("resolver", "flag_excludes", "replace_excludes", "_same")
+    _fields = ("resolver", "flag_excludes", "replace_excludes")
 
     resolver: ConfigResolver
     flag_excludes: tuple[ExcludePattern, ...]
@@ -358,11 +359,20 @@ class Configuration(Frozen):
         """``--exclude`` globs, then the ``exclude`` of the configuration that governs ``path``
         (its parent directory's, relative to that file's directory). ``--exclude`` replaces the
         configured ``exclude``; ``extend-exclude`` always applies."""
+        resolver = self.resolver
+        single = resolver.isolated or resolver.config is not None
+        if single:  # one configuration for every path: its excludes asked once
+            same = getattr(self, "_same", None)
+            if same is not None:
+                return same  # type: ignore[no-any-return]
         folder = os.path.dirname(os.path.abspath(path)) if is_dir else path
-        settings = self.resolver.settings_for(folder)
+        settings = resolver.settings_for(folder)
         globs = settings.extend_exclude if self.replace_excludes else settings.excludes
         anchor = settings.root or os.getcwd()
-        return (*self.flag_excludes, *(ExcludePattern(glob, anchor) for glob in globs))
+        found = (*self.flag_excludes, *(ExcludePattern(glob, anchor) for glob in globs))
+        if single:
+            object.__setattr__(self, "_same", found)
+        return found
 
     def settings_of(self, path: str) -> Settings:
         """The settings that apply to one file: the one call site for per-file settings."""

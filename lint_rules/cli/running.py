@@ -20,7 +20,6 @@ import functools
 import os
 import sys
 from collections.abc import Iterator, Sequence
-from typing import Any
 
 from lint_rules.analysis.filework import (
     ELSEWHERE,
@@ -37,8 +36,11 @@ from lint_rules.analysis.plan import Plan, plan_files
 from lint_rules.analysis.records import Job, Outcome, Reported, content_digest
 from lint_rules.cli.cpus import CpuSample, default_cpus
 from lint_rules.cli.formats import shown_path
-from lint_rules.findings import split_lines
 from lint_rules.settings import Settings
+
+TYPE_CHECKING = False  # neither `typing` nor `findings` in a run where nothing passes
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "CpuSample",
@@ -135,6 +137,8 @@ def unified_diff(old: str, new: str, path: str) -> str:
 
     name = os.path.normpath(path)
     before, after = (name, name) if os.path.isabs(name) else (f"a/{name}", f"b/{name}")
+    from lint_rules.findings import split_lines
+
     lines = difflib.unified_diff(split_lines(old), split_lines(new), fromfile=before, tofile=after)
     out = []
     for line in lines:
