@@ -51,11 +51,15 @@ from lint_rules.analysis.runindex import (
     needed,
     reaches,
     run_facts,
+    upstream_first,
     used_digest,
 )
 
 MAX_ROUNDS = 8
 """Passes after the first; each follows a chain of subclasses one file further."""
+
+SETTLE_MAX = 4 * MAX_ROUNDS
+"""Passes over exporting files only (the upstream ones of a chain first) before the rest."""
 
 KEPT_MAX = 64
 """First-pass analyses kept at most, to be judged again once the run's lifecycle facts are
@@ -307,9 +311,10 @@ def run_crossfile(
         # The files that export go first, until what they export settles: a file that only
         # uses the index is then analysed again once, not once per link of a chain.
         exporting = [p for p in again if _exports(outcomes[p]) or _is_init(plan.files[p])]
-        if exporting and len(exporting) < len(again) and settling < MAX_ROUNDS:
+        if exporting and len(exporting) < len(again) and settling < SETTLE_MAX:
             settling += 1
-            again = exporting
+            inits = {p for p in exporting if _is_init(plan.files[p])}
+            again = upstream_first(exporting, outcomes, module_names, index, inits)
         else:
             rounds += 1
         for _ in analyse(again, index):
