@@ -31,6 +31,7 @@ from lint_rules.analysis.filework import (
     rejudge_file,
     rejudge_kept,
 )
+from lint_rules.analysis.exports import matched
 from lint_rules.analysis.gather import gather_run
 from lint_rules.analysis.plan import Plan
 from lint_rules.analysis.records import Job, Outcome
@@ -214,14 +215,22 @@ def run_crossfile(
 
     finals: dict[int, bool] = {}
 
-    def stale(place: int, index: Index, keys: list[str]) -> bool:
+    def stale(place: int, index: Index, keys: list[str], changed: list[str] | None) -> bool:
+        """Whether the file's outcome read entries of the index or facts of the run that
+        changed (``changed``: the keys whose entries changed since the last look, when the
+        file was up to date then with the same outcome: only those are looked up)."""
         outcome = outcomes[place]
         assert outcome is not None
         if outcome.error is not None:
             return False  # not parsed: nothing it could use
-        if index_stale(place, index, keys):
-            return True
         found = outcome.project
+        if changed is not None and found is not None and current.get(place) is outcome:
+            if matched(found.names, changed) and index_stale(place, index, keys):
+                del current[place]
+                return True
+        elif index_stale(place, index, keys):
+            return True
+        current[place] = outcome
         assert found is not None
         life = (
             lifecycle_digest(found.keys, facts.without(outcome.path))
@@ -286,6 +295,9 @@ def run_crossfile(
     facts = run_facts(outcomes, active)
     gather_run(facts, outcomes, active, plan.files, job.gates, plan.raws)  # of unread files
     rounds = settling = 0
+    current: dict[int, Outcome] = {}
+    """The outcomes up to date with the index of the last look (``looked``), by place."""
+    looked: Index | None = None
     while True:
         index = build_index(outcomes, module_names)
         through = needed(
@@ -301,7 +313,9 @@ def run_crossfile(
             continue
         answer_questions()
         keys = sorted(index)
-        again = [place for place in active if stale(place, index, keys)]
+        changed = None if looked is None else _changed(looked, index)
+        again = [place for place in active if stale(place, index, keys, changed)]
+        looked = index
         judge = [p for p in again if p in kept and not index_stale(p, index, keys)]
         if judge:  # only the run's facts changed: judge the kept analyses again
             rejudged(judge)
@@ -395,6 +409,13 @@ def _view(
     from lint_rules.analysis.project import Project
 
     return Project(modules.names(path)[1], index, facts.without(path) if facts else None)
+
+
+def _changed(before: Index, after: Index) -> list[str]:
+    """The keys whose entries differ between two indexes (added, gone or changed), sorted."""
+    keys = {key for key, entry in after.items() if before.get(key) != entry}
+    keys.update(key for key in before if key not in after)
+    return sorted(keys)
 
 
 def _keys(outcome: Outcome | None) -> tuple[str, ...]:

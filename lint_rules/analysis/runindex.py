@@ -138,8 +138,8 @@ def needed(
     name its text spells (or through ``import *``); it is read for a name looked up in its
     package (``pkg.MyLinear``: its text spells ``MyLinear``) and, for a name that is a
     package above it (``import pkg`` reaches ``pkg.sub.MyLinear``, ``matched``), when its text
-    spells a name the index holds. None while the index is empty."""
-    if not index:
+    spells a name the index holds. None while the index is empty or nothing waits."""
+    if not index or not waiting:
         return []
     held = {key.rpartition(".")[2] for key in index}
     parents: dict[str, set[str]] = {}
