@@ -7,7 +7,9 @@ index, ``module.name -> Export``, under each name the file's module goes by: its
 path (folders holding ``__init__.py``) and its path below each directory the run was given
 (with and without that directory's own name, for namespace packages). A file whose names reach
 an index entry is analysed again with the index, and so on while exports change (a subclass
-of a subclass two files away): in a real project one more pass over a few files. Files that
+of a subclass two files away): in a real project one more pass over a few files. The files
+that export go again first, those that read no entry another of them exports before the others
+(``runindex.upstream_first``), so that a chain of re-exports is followed once. Files that
 fail the prefilter are never parsed, so a class defined only there is not in the index. A
 package's ``__init__.py`` that fails the prefilter can only pass on what the index holds
 (``from .layers import MyLinear``): it is parsed only once the index holds something and a
