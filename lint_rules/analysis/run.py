@@ -26,6 +26,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
+from lint_rules.analysis.exports import matched
 from lint_rules.analysis.filework import (
     ELSEWHERE,
     Work,
@@ -33,7 +34,6 @@ from lint_rules.analysis.filework import (
     rejudge_file,
     rejudge_kept,
 )
-from lint_rules.analysis.exports import matched
 from lint_rules.analysis.gather import gather_run
 from lint_rules.analysis.plan import Plan
 from lint_rules.analysis.records import Job, Outcome
