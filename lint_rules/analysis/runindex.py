@@ -165,7 +165,6 @@ def needed(
     return sorted(p for p in waiting if reads(p))
 
 
-
 def upstream_first(
     places: Sequence[int],
     outcomes: Sequence[Outcome | None],
