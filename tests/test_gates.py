@@ -90,7 +90,10 @@ def test_a_run_over_a_package_is_the_same_with_the_gates_off(case: str) -> None:
 IMPORTS = sorted(p for p in (ROOT / "fixtures" / "imports").iterdir() if p.is_dir())
 
 
-@pytest.mark.parametrize("folder", [*IMPORTS, ROOT / "fixtures" / "project"], ids=lambda p: p.name)
+FOLDERS = [*IMPORTS, ROOT / "fixtures" / "project", ROOT / "fixtures" / "rounds"]
+
+
+@pytest.mark.parametrize("folder", FOLDERS, ids=lambda p: p.name)
 def test_a_run_through_packages_is_the_same_with_the_gates_off(folder: Path) -> None:
     """What a package's ``__init__.py`` re-exports, and which files may import TE, are told
     from the text with the gates on (``may_import``, ``imports_te``): the same findings."""

@@ -7,7 +7,9 @@ index, ``module.name -> Export``, under each name the file's module goes by: its
 path (folders holding ``__init__.py``) and its path below each directory the run was given
 (with and without that directory's own name, for namespace packages). A file whose names reach
 an index entry is analysed again with the index, and so on while exports change (a subclass
-of a subclass two files away): in a real project one more pass over a few files. Files that
+of a subclass two files away): in a real project one more pass over a few files. The files
+that export go again first, those that read no entry another of them exports before the others
+(``runindex.upstream_first``), so that a chain of re-exports is followed once. Files that
 fail the prefilter are never parsed, so a class defined only there is not in the index. A
 package's ``__init__.py`` that fails the prefilter can only pass on what the index holds
 (``from .layers import MyLinear``): it is parsed only once the index holds something and a
@@ -24,6 +26,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
+from lint_rules.analysis.exports import matched
 from lint_rules.analysis.filework import (
     ELSEWHERE,
     Work,
@@ -51,11 +54,15 @@ from lint_rules.analysis.runindex import (
     needed,
     reaches,
     run_facts,
+    upstream_first,
     used_digest,
 )
 
 MAX_ROUNDS = 8
 """Passes after the first; each follows a chain of subclasses one file further."""
+
+SETTLE_MAX = 4 * MAX_ROUNDS
+"""Passes over exporting files only (the upstream ones of a chain first) before the rest."""
 
 KEPT_MAX = 64
 """First-pass analyses kept at most, to be judged again once the run's lifecycle facts are
@@ -210,14 +217,22 @@ def run_crossfile(
 
     finals: dict[int, bool] = {}
 
-    def stale(place: int, index: Index, keys: list[str]) -> bool:
+    def stale(place: int, index: Index, keys: list[str], changed: list[str] | None) -> bool:
+        """Whether the file's outcome read entries of the index or facts of the run that
+        changed (``changed``: the keys whose entries changed since the last look, when the
+        file was up to date then with the same outcome: only those are looked up)."""
         outcome = outcomes[place]
         assert outcome is not None
         if outcome.error is not None:
             return False  # not parsed: nothing it could use
-        if index_stale(place, index, keys):
-            return True
         found = outcome.project
+        if changed is not None and found is not None and current.get(place) is outcome:
+            if matched(found.names, changed) and index_stale(place, index, keys):
+                del current[place]
+                return True
+        elif index_stale(place, index, keys):
+            return True
+        current[place] = outcome
         assert found is not None
         life = (
             lifecycle_digest(found.keys, facts.without(outcome.path))
@@ -282,6 +297,9 @@ def run_crossfile(
     facts = run_facts(outcomes, active)
     gather_run(facts, outcomes, active, plan.files, job.gates, plan.raws)  # of unread files
     rounds = settling = 0
+    current: dict[int, Outcome] = {}
+    """The outcomes up to date with the index of the last look (``looked``), by place."""
+    looked: Index | None = None
     while True:
         index = build_index(outcomes, module_names)
         through = needed(
@@ -297,7 +315,9 @@ def run_crossfile(
             continue
         answer_questions()
         keys = sorted(index)
-        again = [place for place in active if stale(place, index, keys)]
+        changed = None if looked is None else _changed(looked, index)
+        again = [place for place in active if stale(place, index, keys, changed)]
+        looked = index
         judge = [p for p in again if p in kept and not index_stale(p, index, keys)]
         if judge:  # only the run's facts changed: judge the kept analyses again
             rejudged(judge)
@@ -307,9 +327,10 @@ def run_crossfile(
         # The files that export go first, until what they export settles: a file that only
         # uses the index is then analysed again once, not once per link of a chain.
         exporting = [p for p in again if _exports(outcomes[p]) or _is_init(plan.files[p])]
-        if exporting and len(exporting) < len(again) and settling < MAX_ROUNDS:
+        if exporting and len(exporting) < len(again) and settling < SETTLE_MAX:
             settling += 1
-            again = exporting
+            inits = {p for p in exporting if _is_init(plan.files[p])}
+            again = upstream_first(exporting, outcomes, module_names, index, inits)
         else:
             rounds += 1
         for _ in analyse(again, index):
@@ -390,6 +411,13 @@ def _view(
     from lint_rules.analysis.project import Project
 
     return Project(modules.names(path)[1], index, facts.without(path) if facts else None)
+
+
+def _changed(before: Index, after: Index) -> list[str]:
+    """The keys whose entries differ between two indexes (added, gone or changed), sorted."""
+    keys = {key for key, entry in after.items() if before.get(key) != entry}
+    keys.update(key for key in before if key not in after)
+    return sorted(keys)
 
 
 def _keys(outcome: Outcome | None) -> tuple[str, ...]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 from bisect import bisect_left
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 try:  # the module behind hashlib.blake2b, without loading OpenSSL
@@ -138,8 +138,8 @@ def needed(
     name its text spells (or through ``import *``); it is read for a name looked up in its
     package (``pkg.MyLinear``: its text spells ``MyLinear``) and, for a name that is a
     package above it (``import pkg`` reaches ``pkg.sub.MyLinear``, ``matched``), when its text
-    spells a name the index holds. None while the index is empty."""
-    if not index:
+    spells a name the index holds. None while the index is empty or nothing waits."""
+    if not index or not waiting:
         return []
     held = {key.rpartition(".")[2] for key in index}
     parents: dict[str, set[str]] = {}
@@ -163,3 +163,44 @@ def needed(
         return gates.spells_any(text, ("*", *spelt))
 
     return sorted(p for p in waiting if reads(p))
+
+
+def upstream_first(
+    places: Sequence[int],
+    outcomes: Sequence[Outcome | None],
+    module_names: Mapping[int, list[str]],
+    index: Mapping[str, Export],
+    packages: Collection[int] = (),
+) -> list[int]:
+    """The places of ``places`` (files to analyse again) whose names read no index entry that
+    another of them exports (``packages``: those that are a package's ``__init__.py``, which
+    may export any name directly in its package), in order: analysed first, their new
+    exports reach the others before those are analysed again, once instead of once per link
+    of a chain. Every place when each reads another (a cycle)."""
+    owners: dict[str, set[int]] = {}
+    inside: dict[str, set[int]] = {}  # a package's module name -> its `__init__.py`
+    for place in places:
+        outcome = outcomes[place]
+        for name, _ in outcome.project.exports if outcome and outcome.project else ():
+            for module in module_names[place]:
+                key = f"{module}.{name}"
+                if key in index:
+                    owners.setdefault(key, set()).add(place)
+        if place in packages:
+            for module in module_names[place]:
+                inside.setdefault(module, set()).add(place)
+    if not owners and not inside:
+        return list(places)
+    keys = sorted(owners)
+    ready = []
+    for place in places:
+        outcome = outcomes[place]
+        names = outcome.project.names if outcome and outcome.project else ()
+        waits = {owner for key in matched(names, keys) for owner in owners[key]}
+        for name in names:
+            waits.update(inside.get(name, ()))
+            waits.update(inside.get(name.rpartition(".")[0], ()))
+        waits.discard(place)
+        if not waits:
+            ready.append(place)
+    return ready or list(places)
