@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from lint_rules.analysis.lifecycle import Judgement, Verdict
@@ -29,6 +28,7 @@ from lint_rules.analysis.symbols import (
 from lint_rules.analysis.walk import Context, Walker, exclusive
 from lint_rules.findings import Evidence, Finding, Fix
 from lint_rules.rules import callee_text, format_message
+from lint_rules.slotted import Record
 from lint_rules.te import FLAG
 
 if TYPE_CHECKING:
@@ -246,14 +246,23 @@ class RejectedFlag(Rule):
                         self.report(key, target, None)
 
 
-@dataclass
-class CallSite:
+class CallSite(Record):
     """A call that passes a non-None flag, kept to look for a module called twice (TEM005)."""
 
+    __slots__ = ("key", "flag_node", "exclusive_path", "call")
     key: str
     flag_node: ast.AST
     exclusive_path: tuple[tuple[int, int], ...]
     call: FlagCall
+
+    def __init__(
+        self,
+        key: str,
+        flag_node: ast.AST,
+        exclusive_path: tuple[tuple[int, int], ...],
+        call: FlagCall,
+    ) -> None:
+        self._fill(locals())
 
 
 class SharedModule(Rule):

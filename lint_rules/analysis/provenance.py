@@ -17,18 +17,24 @@ provenance of what they alias (``resolve``); a CUDA-graphed callable is not a mo
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Union
 
+from lint_rules.slotted import Frozen
 from lint_rules.te import LOOKALIKES, TE_ROOT, LookAlikeFamily
 
 
-@dataclass(frozen=True)
-class Foreign:
+class Foreign(Frozen):
     """A value of a package that is not TE: ``qualname`` is the class or function it comes
     from (``megatron.core.foo.Runner``)."""
 
+    __slots__ = ("qualname",)
     qualname: str
+
+    def __init__(
+        self,
+        qualname: str,
+    ) -> None:
+        self._fill(locals())
 
     @property
     def package(self) -> str:
@@ -38,13 +44,20 @@ class Foreign:
         return f"from `{self.package}`, not TE"
 
 
-@dataclass(frozen=True)
-class LookAlike:
+class LookAlike(Frozen):
     """A value of a known TE look-alike package (``family`` says which, and why it is not
     treated as TE)."""
 
+    __slots__ = ("qualname", "family")
     qualname: str
     family: LookAlikeFamily
+
+    def __init__(
+        self,
+        qualname: str,
+        family: LookAlikeFamily,
+    ) -> None:
+        self._fill(locals())
 
     def describe(self) -> str:
         return f"a TE look-alike: {self.family.name}"
