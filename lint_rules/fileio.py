@@ -41,12 +41,18 @@ import threading
 import tokenize
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Union
 
 from lint_rules.exchange import Writer, _identity, _read_fd, install, is_ours
 from lint_rules.slotted import Frozen
 
-PathLike = Union[str, "os.PathLike[str]"]
+TYPE_CHECKING = False  # `typing` is not imported at run time (a run where a few files pass)
+if TYPE_CHECKING:
+    from typing import Any, Union
+
+if TYPE_CHECKING:
+    PathLike = Union[str, "os.PathLike[str]"]
+else:  # the alias is the type checker's: at run time, its classes
+    PathLike = (str, os.PathLike)
 
 TEMP_PREFIX = "."
 TEMP_SUFFIX = ".tmp"

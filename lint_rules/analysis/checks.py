@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, ClassVar
 
 from lint_rules.analysis.lifecycle import Judgement, Verdict
 from lint_rules.analysis.resolve import TERejects
@@ -31,7 +30,11 @@ from lint_rules.rules import callee_text, format_message
 from lint_rules.slotted import Record
 from lint_rules.te import FLAG
 
+TYPE_CHECKING = False  # `typing` is not imported at run time (a run where a few files pass)
+
 if TYPE_CHECKING:
+    from typing import ClassVar
+
     from lint_rules.analysis.core import Analysis
     from lint_rules.analysis.forwarders import Forwarded
 

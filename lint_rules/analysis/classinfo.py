@@ -6,10 +6,13 @@ facts about classes without reading them.
 from __future__ import annotations
 
 import ast
-from typing import Any
 
 from lint_rules.analysis.nodes import FunctionNode, statements
 from lint_rules.slotted import Record
+
+TYPE_CHECKING = False  # `typing` is not imported at run time (a run where a few files pass)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class ClassInfo(Record):

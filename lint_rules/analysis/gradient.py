@@ -22,12 +22,13 @@ one. Facts are gathered per function, once, and only for a call that TEM005 look
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING
 
 from lint_rules.analysis.kinds import LocalFunction, LocalMethod, ProjectClass, QualName, TEClass
 from lint_rules.analysis.nodes import FunctionNode, dotted, iter_nodes
 from lint_rules.analysis.scopes import Scope
 from lint_rules.slotted import Record
+
+TYPE_CHECKING = False  # `typing` is not imported at run time (a run where a few files pass)
 
 if TYPE_CHECKING:
     from lint_rules.analysis.resolve import Resolver

@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Union
 
 from lint_rules.slotted import Frozen
 
+TYPE_CHECKING = False  # `typing` is not imported at run time (a run where a few files pass)
+
 if TYPE_CHECKING:
+    from typing import Union
+
     from lint_rules.analysis.provenance import Origin
     from lint_rules.analysis.symbols import Scope
 
@@ -109,7 +112,10 @@ class Unresolved(Frozen):
         self._fill(locals())
 
 
-Callee = Union[TEModule, TERejects, NotTE, Unresolved]
+if TYPE_CHECKING:
+    Callee = Union[TEModule, TERejects, NotTE, Unresolved]
+else:  # the alias is the type checker's: at run time, its classes
+    Callee = (TEModule, TERejects, NotTE, Unresolved)
 
 
 # --------------------------------------------------------------------------------------------

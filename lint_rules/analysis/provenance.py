@@ -17,10 +17,12 @@ provenance of what they alias (``resolve``); a CUDA-graphed callable is not a mo
 
 from __future__ import annotations
 
-from typing import Union
-
 from lint_rules.slotted import Frozen
 from lint_rules.te import LOOKALIKES, TE_ROOT, LookAlikeFamily
+
+TYPE_CHECKING = False  # `typing` is not imported at run time (a run where a few files pass)
+if TYPE_CHECKING:
+    from typing import Union
 
 
 class Foreign(Frozen):
@@ -63,7 +65,10 @@ class LookAlike(Frozen):
         return f"a TE look-alike: {self.family.name}"
 
 
-Origin = Union[Foreign, LookAlike]
+if TYPE_CHECKING:
+    Origin = Union[Foreign, LookAlike]
+else:  # the alias is the type checker's: at run time, its classes
+    Origin = (Foreign, LookAlike)
 """What is known of a value that is not TE by evidence but comes from an import."""
 
 

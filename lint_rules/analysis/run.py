@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
 
 from lint_rules.analysis.filework import (
     ELSEWHERE,
@@ -35,15 +34,6 @@ from lint_rules.analysis.gather import gather_run
 from lint_rules.analysis.plan import Plan
 from lint_rules.analysis.records import Job, Outcome
 from lint_rules.analysis.runfacts import RunFacts, lifecycle_digest
-
-if TYPE_CHECKING:
-    from lint_rules.analysis.project import Project
-
-try:  # the module behind hashlib.blake2b, without loading OpenSSL
-    from _blake2 import blake2b
-except ImportError:  # pragma: no cover - other Pythons
-    from hashlib import blake2b
-
 from lint_rules.analysis.runindex import (
     Index,
     Modules,
@@ -53,6 +43,19 @@ from lint_rules.analysis.runindex import (
     run_facts,
     used_digest,
 )
+
+TYPE_CHECKING = False  # `typing` is not imported at run time (a run where a few files pass)
+
+if TYPE_CHECKING:
+    from typing import Any
+
+    from lint_rules.analysis.project import Project
+
+try:  # the module behind hashlib.blake2b, without loading OpenSSL
+    from _blake2 import blake2b
+except ImportError:  # pragma: no cover - other Pythons
+    from hashlib import blake2b
+
 
 MAX_ROUNDS = 8
 """Passes after the first; each follows a chain of subclasses one file further."""
@@ -64,7 +67,7 @@ known (``rejudge_file``); a file past them is analysed again in full."""
 REJUDGE = True
 """Off (a test), every file whose verdicts read the run's facts is analysed again in full."""
 
-Parse = Callable[[Work, Job, Sequence[tuple[Any, ...]], int], Iterator[Outcome]]
+Parse = Callable[[Work, Job, Sequence[tuple["Any", ...]], int], Iterator[Outcome]]
 """``parse(work, job, items, workers)``: each item's outcome, in order (a face's pool)."""
 
 

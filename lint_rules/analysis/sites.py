@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import ast
 import functools
-from typing import TYPE_CHECKING
 
 from lint_rules.analysis.resolve import Callee, TEModule, TERejects, Unresolved
 from lint_rules.analysis.stateful import constant_index
@@ -18,6 +17,8 @@ from lint_rules.analysis.walk import COMPREHENSIONS, Context
 from lint_rules.rules import callee_text, repeat_text
 from lint_rules.slotted import Record
 from lint_rules.te import FLAG, FLAG_POSITION, FORWARDERS
+
+TYPE_CHECKING = False  # `typing` is not imported at run time (a run where a few files pass)
 
 if TYPE_CHECKING:
     from lint_rules.analysis.core import Analysis

@@ -14,7 +14,6 @@ and has no fix there (the fix is ``None`` in the wrapper).
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING
 
 from lint_rules.analysis.kinds import (
     Container,
@@ -29,6 +28,8 @@ from lint_rules.analysis.walk import COMPREHENSIONS, Context, Walker, exclusive
 from lint_rules.findings import Evidence
 from lint_rules.rules import repeat_text
 from lint_rules.slotted import Frozen
+
+TYPE_CHECKING = False  # `typing` is not imported at run time (a run where a few files pass)
 
 if TYPE_CHECKING:
     from lint_rules.analysis.checks import Rule
