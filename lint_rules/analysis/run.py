@@ -34,17 +34,7 @@ from lint_rules.analysis.gather import gather_run
 from lint_rules.analysis.plan import Plan
 from lint_rules.analysis.records import Job, Outcome
 from lint_rules.analysis.runfacts import RunFacts, lifecycle_digest
-from lint_rules.analysis.runindex import (
-    Index,
-    Modules,
-    build_index,
-    needed,
-    reaches,
-    run_facts,
-    used_digest,
-)
-
-TYPE_CHECKING = False  # `typing` is not imported at run time (a run where a few files pass)
+from lint_rules.slotted import TYPE_CHECKING  # not `typing`'s: it is not imported at run time
 
 if TYPE_CHECKING:
     from typing import Any
@@ -56,6 +46,15 @@ try:  # the module behind hashlib.blake2b, without loading OpenSSL
 except ImportError:  # pragma: no cover - other Pythons
     from hashlib import blake2b
 
+from lint_rules.analysis.runindex import (
+    Index,
+    Modules,
+    build_index,
+    needed,
+    reaches,
+    run_facts,
+    used_digest,
+)
 
 MAX_ROUNDS = 8
 """Passes after the first; each follows a chain of subclasses one file further."""

@@ -12,12 +12,10 @@ try:  # the module behind hashlib.blake2b, without loading OpenSSL
 except ImportError:  # pragma: no cover - other Pythons
     from hashlib import blake2b
 
-
 from lint_rules.analysis.exports import matched
 from lint_rules.analysis.prefilter import ON, Gates
 from lint_rules.analysis.records import Outcome
-
-TYPE_CHECKING = False  # `typing` is not imported at run time (a run where a few files pass)
+from lint_rules.slotted import TYPE_CHECKING  # not `typing`'s: it is not imported at run time
 
 if TYPE_CHECKING:
     from typing import Any
