@@ -6,9 +6,8 @@ it, and which need it as a bool. ``docs/te-facts.md`` says where each fact comes
 
 from __future__ import annotations
 
-from lint_rules.slotted import Frozen
-
 from lint_rules.releases import NEWEST, OLDEST, Release, parse_release  # noqa: F401 - re-exported
+from lint_rules.slotted import Frozen
 
 FLAG = "is_first_microbatch"
 """The keyword every rule is about; files without these bytes are never parsed."""
