@@ -16,9 +16,12 @@ from __future__ import annotations
 import functools
 import sys
 import threading
-from typing import Any, Callable, TypeVar
 
-F = TypeVar("F", bound=Callable[..., Any])
+TYPE_CHECKING = False  # `typing` is not imported at run time (a run where a few files pass)
+if TYPE_CHECKING:
+    from typing import Any, Callable, TypeVar
+
+    F = TypeVar("F", bound=Callable[..., Any])
 
 STACK_BYTES = 1 << 30
 RECURSION_LIMIT = 1_000_000

@@ -15,7 +15,10 @@ import contextlib
 import errno
 import os
 import sys
-from typing import Any
+
+TYPE_CHECKING = False  # `typing` is not imported at run time (a run where a few files pass)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def _identity(info: os.stat_result) -> tuple[int, int, int, int]:

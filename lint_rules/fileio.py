@@ -40,13 +40,19 @@ import stat
 import threading
 import tokenize
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Union
 
 from lint_rules.exchange import Writer, _identity, _read_fd, install, is_ours
+from lint_rules.slotted import Frozen
 
-PathLike = Union[str, "os.PathLike[str]"]
+TYPE_CHECKING = False  # `typing` is not imported at run time (a run where a few files pass)
+if TYPE_CHECKING:
+    from typing import Any, Union
+
+if TYPE_CHECKING:
+    PathLike = Union[str, "os.PathLike[str]"]
+else:  # the alias is the type checker's: at run time, its classes
+    PathLike = (str, os.PathLike)
 
 TEMP_PREFIX = "."
 TEMP_SUFFIX = ".tmp"
@@ -73,18 +79,28 @@ class SourceError(Exception):
         return (SourceError, (self.path, self.reason))
 
 
-@dataclass(frozen=True)
-class SourceFile:
+class SourceFile(Frozen):
     """One file as read: ``raw`` is the exact bytes, ``text`` the decoded text (newlines as in
     the file, BOM removed), ``encoding`` the codec name to write it back with."""
 
+    __slots__ = ("path", "raw", "text", "encoding", "identity")
     path: Path
     raw: bytes
     text: str
     encoding: str
-    identity: tuple[int, int, int, int] | None = None
+    identity: tuple[int, int, int, int] | None
     """(device, inode, size, mtime_ns) of the file when it was read (None: not read from a
     file); the write compares it with the file on disk right before the rename."""
+
+    def __init__(
+        self,
+        path: Path,
+        raw: bytes,
+        text: str,
+        encoding: str,
+        identity: tuple[int, int, int, int] | None = None,
+    ) -> None:
+        self._fill(locals())
 
     def __repr__(self) -> str:  # never dump a 50 MB file into a traceback
         return (

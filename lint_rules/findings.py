@@ -8,7 +8,8 @@ face reports the same column for the same finding.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+
+from lint_rules.slotted import Frozen
 
 Position = tuple[int, int]
 """(line, column): 1-based line, 0-based UTF-8 byte column, as in ``ast``."""
@@ -59,20 +60,22 @@ def char_offset(lines: list[str], starts: list[int], position: Position) -> int:
     return starts[line_no - 1] + char_column(lines[line_no - 1], byte_col)
 
 
-@dataclass(frozen=True)
-class Edit:
+class Edit(Frozen):
     """Replace the source between ``start`` and ``end`` (exclusive) with ``replacement``."""
 
+    __slots__ = ("start", "end", "replacement")
     start: Position
     end: Position
     replacement: str
+
+    def __init__(self, start: Position, end: Position, replacement: str) -> None:
+        self._fill(locals())
 
 
 APPLICABILITIES = ("safe", "unsafe")
 
 
-@dataclass(frozen=True)
-class Fix:
+class Fix(Frozen):
     """What the codemod would do for one finding.
 
     ``guard_import`` is the dotted name of the guard function when the fix calls it (the
@@ -84,15 +87,25 @@ class Fix:
     read only by them goes with them): it is applied only when every one of them is fixed.
     """
 
+    __slots__ = ("edits", "guard_import", "note", "applicability", "together")
     edits: tuple[Edit, ...]
-    guard_import: str | None = None
-    note: str | None = None
-    applicability: str = "safe"
-    together: tuple[tuple[str, int, int], ...] = ()
+    guard_import: str | None
+    note: str | None
+    applicability: str
+    together: tuple[tuple[str, int, int], ...]
+
+    def __init__(
+        self,
+        edits: tuple[Edit, ...],
+        guard_import: str | None = None,
+        note: str | None = None,
+        applicability: str = "safe",
+        together: tuple[tuple[str, int, int], ...] = (),
+    ) -> None:
+        self._fill(locals())
 
 
-@dataclass(frozen=True)
-class Evidence:
+class Evidence(Frozen):
     """One step of a finding's evidence: a place in the code and what happens to the flag there.
 
     ``path`` is None for the finding's own file (every face knows it), else the path of the
@@ -100,10 +113,14 @@ class Evidence:
     "re-arming not seen in this file").
     """
 
+    __slots__ = ("message", "line", "col", "path")
     message: str
-    line: int = 0
-    col: int = 0
-    path: str | None = None
+    line: int
+    col: int
+    path: str | None
+
+    def __init__(self, message: str, line: int = 0, col: int = 0, path: str | None = None) -> None:
+        self._fill(locals())
 
     def where(self, own_path: str | None = None) -> str:
         """``path:line`` (``:line`` in the finding's own file when ``own_path`` is None)."""
@@ -113,8 +130,7 @@ class Evidence:
         return f"{path or ''}:{self.line}"
 
 
-@dataclass(frozen=True)
-class Finding:
+class Finding(Frozen):
     """One reported problem: where it is, what it is, and how to fix it (if we can).
 
     ``verdict`` names the flag's lifecycle verdict (``stale``, ``conditional``, ``unverified``,
@@ -122,15 +138,41 @@ class Finding:
     writes and re-arms that make it one, in the order a reader should follow them.
     """
 
+    __slots__ = (
+        "code",
+        "message",
+        "line",
+        "col",
+        "end_line",
+        "end_col",
+        "fix",
+        "verdict",
+        "evidence",
+    )
+    _uncompared = frozenset({"fix", "verdict", "evidence"})
     code: str
     message: str
     line: int
     col: int
     end_line: int
     end_col: int
-    fix: Fix | None = field(default=None, compare=False)
-    verdict: str = field(default="", compare=False)
-    evidence: tuple[Evidence, ...] = field(default=(), compare=False)
+    fix: Fix | None
+    verdict: str
+    evidence: tuple[Evidence, ...]
+
+    def __init__(
+        self,
+        code: str,
+        message: str,
+        line: int,
+        col: int,
+        end_line: int,
+        end_col: int,
+        fix: Fix | None = None,
+        verdict: str = "",
+        evidence: tuple[Evidence, ...] = (),
+    ) -> None:
+        self._fill(locals())
 
     @property
     def sort_key(self) -> tuple[int, int, str]:

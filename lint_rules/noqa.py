@@ -13,9 +13,12 @@ from __future__ import annotations
 import re
 import tokenize
 from collections.abc import Callable, Iterable
-from typing import Any
 
 from lint_rules.findings import Finding, split_lines
+
+TYPE_CHECKING = False  # `typing` is not imported at run time (a run where a few files pass)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def _flake8_defaults() -> Any:

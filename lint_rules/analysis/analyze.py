@@ -7,12 +7,13 @@ from __future__ import annotations
 import ast
 import gc
 import warnings
-from typing import TYPE_CHECKING
 
 from lint_rules.analysis.prefilter import ON, Gates
 from lint_rules.deep import deep
 from lint_rules.findings import Finding
 from lint_rules.settings import DEFAULT_SETTINGS, Settings
+
+TYPE_CHECKING = False  # `typing` is not imported at run time (a run where a few files pass)
 
 if TYPE_CHECKING:
     from lint_rules.analysis.project import Project

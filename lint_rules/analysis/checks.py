@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
 
 from lint_rules.analysis.lifecycle import Judgement, Verdict
 from lint_rules.analysis.resolve import TERejects
@@ -29,9 +27,14 @@ from lint_rules.analysis.symbols import (
 from lint_rules.analysis.walk import Context, Walker, exclusive
 from lint_rules.findings import Evidence, Finding, Fix
 from lint_rules.rules import callee_text, format_message
+from lint_rules.slotted import Record
 from lint_rules.te import FLAG
 
+TYPE_CHECKING = False  # `typing` is not imported at run time (a run where a few files pass)
+
 if TYPE_CHECKING:
+    from typing import ClassVar
+
     from lint_rules.analysis.core import Analysis
     from lint_rules.analysis.forwarders import Forwarded
 
@@ -246,14 +249,23 @@ class RejectedFlag(Rule):
                         self.report(key, target, None)
 
 
-@dataclass
-class CallSite:
+class CallSite(Record):
     """A call that passes a non-None flag, kept to look for a module called twice (TEM005)."""
 
+    __slots__ = ("key", "flag_node", "exclusive_path", "call")
     key: str
     flag_node: ast.AST
     exclusive_path: tuple[tuple[int, int], ...]
     call: FlagCall
+
+    def __init__(
+        self,
+        key: str,
+        flag_node: ast.AST,
+        exclusive_path: tuple[tuple[int, int], ...],
+        call: FlagCall,
+    ) -> None:
+        self._fill(locals())
 
 
 class SharedModule(Rule):

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from lint_rules.analysis.kinds import (
     NOT_TE,
@@ -32,6 +31,8 @@ from lint_rules.analysis.kinds import (
 from lint_rules.analysis.provenance import origin_of
 from lint_rules.analysis.symbols import statements
 from lint_rules.te import FLAG, TE_ROOT
+
+TYPE_CHECKING = False  # `typing` is not imported at run time (a run where a few files pass)
 
 if TYPE_CHECKING:
     from lint_rules.analysis.resolve import Resolver

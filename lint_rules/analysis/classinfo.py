@@ -6,16 +6,27 @@ facts about classes without reading them.
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
-from typing import Any
 
 from lint_rules.analysis.nodes import FunctionNode, statements
+from lint_rules.slotted import Record
+
+TYPE_CHECKING = False  # `typing` is not imported at run time (a run where a few files pass)
+if TYPE_CHECKING:
+    from typing import Any
 
 
-@dataclass
-class ClassInfo:
+class ClassInfo(Record):
     """A class defined in the file: its methods and what its methods store on ``self``."""
 
+    __slots__ = (
+        "node",
+        "methods",
+        "properties",
+        "attributes",
+        "additions",
+        "class_attributes",
+        "annotations",
+    )
     node: ast.ClassDef
     methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef]
     properties: set[str]
@@ -26,6 +37,18 @@ class ClassInfo:
     class_attributes: dict[str, ast.expr]
     annotations: dict[str, ast.expr]
     """``x: T`` in the class body or ``self.x: T = ...`` in a method: the declared type."""
+
+    def __init__(
+        self,
+        node: ast.ClassDef,
+        methods: dict[str, ast.FunctionDef | ast.AsyncFunctionDef],
+        properties: set[str],
+        attributes: dict[str, list[tuple[ast.expr, FunctionNode]]],
+        additions: dict[str, list[tuple[str, ast.expr, FunctionNode]]],
+        class_attributes: dict[str, ast.expr],
+        annotations: dict[str, ast.expr],
+    ) -> None:
+        self._fill(locals())
 
 
 _PROPERTY_DECORATORS = frozenset({"property", "cached_property"})

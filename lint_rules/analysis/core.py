@@ -6,7 +6,6 @@ import ast
 import functools
 import unicodedata
 from collections.abc import Callable, Iterable
-from dataclasses import replace
 
 from lint_rules.analysis import checks
 from lint_rules.analysis.facts import collect
@@ -31,6 +30,7 @@ from lint_rules.analysis.walk import (
 )
 from lint_rules.findings import Finding, ast_lines
 from lint_rules.settings import Settings
+from lint_rules.slotted import replace
 from lint_rules.te import facts_for
 
 

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Iterable
-from typing import NamedTuple
+
+from lint_rules.slotted import NamedTuple
+
+TYPE_CHECKING = False  # `typing` is not imported at run time (a run where a few files pass)
 
 
 class Export(NamedTuple):

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Sequence
-from typing import Any, NamedTuple
 
 from lint_rules.analysis.conditions import (
     MODE_ATTRIBUTES,
@@ -26,6 +25,11 @@ from lint_rules.analysis.conditions import (
 )
 from lint_rules.analysis.nodes import iter_nodes, statements
 from lint_rules.analysis.prefilter import ON, Gates
+from lint_rules.slotted import NamedTuple
+
+TYPE_CHECKING = False  # `typing` is not imported at run time (a run where a few files pass)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["MODE_ATTRIBUTES", "CallFact", "FileFacts", "Write", "collect", "from_json"]
 

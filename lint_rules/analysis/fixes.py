@@ -11,7 +11,6 @@ docs/fixes.md.
 from __future__ import annotations
 
 import ast
-from dataclasses import replace
 
 from lint_rules.analysis.classes import Classes
 from lint_rules.analysis.fold import fold_local
@@ -22,6 +21,7 @@ from lint_rules.analysis.symbols import ModuleSymbols, Scope, is_none, span
 from lint_rules.analysis.together import _OWN_SCOPES, Reads, combine
 from lint_rules.findings import Edit, Finding, Fix, Position, ast_lines
 from lint_rules.settings import Settings
+from lint_rules.slotted import replace
 from lint_rules.te import FLAG
 
 _WRAP_IN_PARENS = (ast.Lambda, ast.IfExp, ast.NamedExpr, ast.Yield, ast.YieldFrom, ast.Starred)

@@ -17,12 +17,14 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, NamedTuple
 
 from lint_rules.analysis.exports import Export
 from lint_rules.analysis.nodes import dotted
 from lint_rules.analysis.walk import MODULE_CONTEXT, Walker
 from lint_rules.findings import Evidence
+from lint_rules.slotted import NamedTuple
+
+TYPE_CHECKING = False  # `typing` is not imported at run time (a run where a few files pass)
 
 if TYPE_CHECKING:
     from lint_rules.analysis.core import Analysis

@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING
 
 from lint_rules.analysis import prefilter
 from lint_rules.analysis.facts import collect, with_path
 from lint_rules.analysis.runfacts import RunFacts, last_name, re_arms
 from lint_rules.te import FLAG
+
+TYPE_CHECKING = False  # `typing` is not imported at run time (a run where a few files pass)
 
 if TYPE_CHECKING:
     from lint_rules.analysis.records import Outcome

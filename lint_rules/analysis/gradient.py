@@ -22,12 +22,13 @@ one. Facts are gathered per function, once, and only for a call that TEM005 look
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from lint_rules.analysis.kinds import LocalFunction, LocalMethod, ProjectClass, QualName, TEClass
 from lint_rules.analysis.nodes import FunctionNode, dotted, iter_nodes
 from lint_rules.analysis.scopes import Scope
+from lint_rules.slotted import Record
+
+TYPE_CHECKING = False  # `typing` is not imported at run time (a run where a few files pass)
 
 if TYPE_CHECKING:
     from lint_rules.analysis.resolve import Resolver
@@ -73,27 +74,69 @@ def _span(node: ast.AST) -> Span:
     )
 
 
-@dataclass
-class _Backward:
+class _Backward(Record):
+    __slots__ = ("span", "branches", "loops")
     span: Span
     branches: frozenset[int]
     """The ``if``/``try``/``match`` nodes around it in its function (it may not run)."""
     loops: tuple[Span, ...]
 
+    def __init__(
+        self,
+        span: Span,
+        branches: frozenset[int],
+        loops: tuple[Span, ...],
+    ) -> None:
+        self._fill(locals())
 
-@dataclass
-class _Facts:
+
+class _Facts(Record):
     """What one function (or the module's own code) says about gradients."""
 
-    parents: dict[int, ast.AST] = field(default_factory=dict)
-    branches: dict[int, frozenset[int]] = field(default_factory=dict)
+    __slots__ = (
+        "parents",
+        "branches",
+        "loops",
+        "backwards",
+        "no_grad",
+        "returned",
+        "returned_calls",
+    )
+    parents: dict[int, ast.AST]
+    branches: dict[int, frozenset[int]]
     """For each call: the ``if``/``try``/``match`` nodes around it."""
-    loops: dict[int, tuple[Span, ...]] = field(default_factory=dict)
-    backwards: list[_Backward] = field(default_factory=list)
-    no_grad: list[Span] = field(default_factory=list)
-    returned: set[str] = field(default_factory=set)
+    loops: dict[int, tuple[Span, ...]]
+    backwards: list[_Backward]
+    no_grad: list[Span]
+    returned: set[str]
     """The names a ``return``/``yield`` of the function mentions."""
-    returned_calls: set[int] = field(default_factory=set)
+    returned_calls: set[int]
+
+    def __init__(
+        self,
+        parents: dict[int, ast.AST] | None = None,
+        branches: dict[int, frozenset[int]] | None = None,
+        loops: dict[int, tuple[Span, ...]] | None = None,
+        backwards: list[_Backward] | None = None,
+        no_grad: list[Span] | None = None,
+        returned: set[str] | None = None,
+        returned_calls: set[int] | None = None,
+    ) -> None:
+        if parents is None:
+            parents = dict()
+        if branches is None:
+            branches = dict()
+        if loops is None:
+            loops = dict()
+        if backwards is None:
+            backwards = list()
+        if no_grad is None:
+            no_grad = list()
+        if returned is None:
+            returned = set()
+        if returned_calls is None:
+            returned_calls = set()
+        self._fill(locals())
 
 
 class Gradients:

@@ -15,10 +15,14 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Union
+
+from lint_rules.slotted import Frozen
+
+TYPE_CHECKING = False  # `typing` is not imported at run time (a run where a few files pass)
 
 if TYPE_CHECKING:
+    from typing import Union
+
     from lint_rules.analysis.provenance import Origin
     from lint_rules.analysis.symbols import Scope
 
@@ -26,8 +30,7 @@ if TYPE_CHECKING:
 # The typed answer for a callee
 
 
-@dataclass(frozen=True)
-class TEModule:
+class TEModule(Frozen):
     """A TE module's forward.
 
     ``cls`` is the TE class ("" when it cannot be told which one); ``shift`` moves the flag's
@@ -35,48 +38,84 @@ class TEModule:
     checkpoint wrapper); ``via`` names the wrapper the module is called through, if any.
     """
 
-    cls: str = ""
-    shift: int = 0
-    via: str = ""
-    index: int | None = None
+    __slots__ = ("cls", "shift", "via", "index", "takes", "name")
+    cls: str
+    shift: int
+    via: str
+    index: int | None
     """The flag's positional index read off an in-file subclass's own ``forward`` (else the
     class's ``te.FLAG_POSITION``, when ``cls`` is known)."""
-    takes: int | None = None
+    takes: int | None
     """When an in-file ``forward`` takes the flag keyword-only and has no ``*args``: how many
     positional arguments it takes (one more is a TypeError)."""
-    name: str = ""
+    name: str
     """The in-file subclass called, if any: messages name it rather than its TE base."""
 
+    def __init__(
+        self,
+        cls: str = "",
+        shift: int = 0,
+        via: str = "",
+        index: int | None = None,
+        takes: int | None = None,
+        name: str = "",
+    ) -> None:
+        self._fill(locals())
 
-@dataclass(frozen=True)
-class TERejects:
+
+class TERejects(Frozen):
     """A TE callable that does not accept the flag (TypeError): ``name`` says which."""
 
+    __slots__ = ("name",)
     name: str
 
+    def __init__(
+        self,
+        name: str,
+    ) -> None:
+        self._fill(locals())
 
-@dataclass(frozen=True)
-class NotTE:
+
+class NotTE(Frozen):
     """Not a TE module call (a function, a local class, a builtin, a graphed callable...)."""
 
-    why: str = ""
+    __slots__ = ("why",)
+    why: str
+
+    def __init__(
+        self,
+        why: str = "",
+    ) -> None:
+        self._fill(locals())
 
 
-@dataclass(frozen=True)
-class Unresolved:
+class Unresolved(Frozen):
     """The tool cannot tell what is called: it may be a TE module. ``why`` says what stopped it."""
 
-    why: str = "not resolved"
-    via: str = ""
-    graphed: bool = False
+    __slots__ = ("why", "via", "graphed", "origin")
+    why: str
+    via: str
+    graphed: bool
     """Its holder is named for CUDA graphs (``self.cuda_graphs[l][mb]``): it may be a
     ``make_graphed_callables`` callable, which needs a bool flag, so it is never rewritten."""
-    origin: Origin | None = None
+    origin: Origin | None
     """Where it comes from when an import says (``provenance.Foreign``, ``LookAlike``):
     not TE by evidence either way, so quiet unless ``unresolved = "report"``."""
 
+    def __init__(
+        self,
+        why: str = "not resolved",
+        via: str = "",
+        graphed: bool = False,
+        origin: Origin | None = None,
+    ) -> None:
+        self._fill(locals())
 
-Callee = Union[TEModule, TERejects, NotTE, Unresolved]
+
+if TYPE_CHECKING:
+    Callee = Union[TEModule, TERejects, NotTE, Unresolved]
+else:  # the alias is the type checker's: at run time, its classes
+    Callee = (TEModule, TERejects, NotTE, Unresolved)
 
 
 # --------------------------------------------------------------------------------------------

@@ -4,7 +4,6 @@ pass-through callables, torch classes' instances; else an unknown value with its
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING
 
 from lint_rules.analysis.kinds import (
     GRAPHED,
@@ -22,6 +21,8 @@ from lint_rules.analysis.kinds import (
 from lint_rules.analysis.provenance import origin_of
 from lint_rules.analysis.symbols import Scope, constant_str, optional_import
 from lint_rules.te import PASS_THROUGH, TE_GRAPH_FACTORY, TE_ROOT
+
+TYPE_CHECKING = False  # `typing` is not imported at run time (a run where a few files pass)
 
 if TYPE_CHECKING:
     from lint_rules.analysis.resolve import Resolver

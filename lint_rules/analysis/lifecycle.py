@@ -14,7 +14,6 @@ from __future__ import annotations
 import ast
 import enum
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, NamedTuple
 
 from lint_rules.analysis import builds, prefilter
 from lint_rules.analysis.counters import file_classes
@@ -39,6 +38,9 @@ from lint_rules.analysis.runfacts import re_arms as _re_arms
 from lint_rules.analysis.steps import BAD, Reach, Steps, best, runs_as_forward
 from lint_rules.analysis.walk import loop_runs_backward, loop_steps_optimizer
 from lint_rules.findings import Evidence, ast_lines
+from lint_rules.slotted import NamedTuple
+
+TYPE_CHECKING = False  # `typing` is not imported at run time (a run where a few files pass)
 
 if TYPE_CHECKING:
     from lint_rules.analysis.scopes import Scope

@@ -10,11 +10,17 @@ from __future__ import annotations
 import ast
 from collections import deque
 from collections.abc import Iterator, Sequence
-from typing import Any, Union
 
 from lint_rules.te import FLAG
 
-FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda]
+TYPE_CHECKING = False  # `typing` is not imported at run time (a run where a few files pass)
+if TYPE_CHECKING:
+    from typing import Any, Union
+
+if TYPE_CHECKING:
+    FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda]
+else:  # the alias is the type checker's: at run time, its classes
+    FunctionNode = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 Branch = tuple[ast.expr, bool]
 """A guarding condition and the outcome under which the code runs (True: the ``if`` body)."""
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
 
 from lint_rules.analysis.exports import Export, matched
 from lint_rules.analysis.facts import EMPTY, FileFacts
@@ -37,6 +36,8 @@ from lint_rules.analysis.kinds import (
 from lint_rules.analysis.nodes import statements
 from lint_rules.analysis.runfacts import RunFacts
 from lint_rules.te import TE_ROOT
+
+TYPE_CHECKING = False  # `typing` is not imported at run time (a run where a few files pass)
 
 if TYPE_CHECKING:
     from lint_rules.analysis.core import Analysis

@@ -17,18 +17,26 @@ provenance of what they alias (``resolve``); a CUDA-graphed callable is not a mo
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Union
-
+from lint_rules.slotted import Frozen
 from lint_rules.te import LOOKALIKES, TE_ROOT, LookAlikeFamily
 
+TYPE_CHECKING = False  # `typing` is not imported at run time (a run where a few files pass)
+if TYPE_CHECKING:
+    from typing import Union
 
-@dataclass(frozen=True)
-class Foreign:
+
+class Foreign(Frozen):
     """A value of a package that is not TE: ``qualname`` is the class or function it comes
     from (``megatron.core.foo.Runner``)."""
 
+    __slots__ = ("qualname",)
     qualname: str
+
+    def __init__(
+        self,
+        qualname: str,
+    ) -> None:
+        self._fill(locals())
 
     @property
     def package(self) -> str:
@@ -38,19 +46,29 @@ class Foreign:
         return f"from `{self.package}`, not TE"
 
 
-@dataclass(frozen=True)
-class LookAlike:
+class LookAlike(Frozen):
     """A value of a known TE look-alike package (``family`` says which, and why it is not
     treated as TE)."""
 
+    __slots__ = ("qualname", "family")
     qualname: str
     family: LookAlikeFamily
+
+    def __init__(
+        self,
+        qualname: str,
+        family: LookAlikeFamily,
+    ) -> None:
+        self._fill(locals())
 
     def describe(self) -> str:
         return f"a TE look-alike: {self.family.name}"
 
 
-Origin = Union[Foreign, LookAlike]
+if TYPE_CHECKING:
+    Origin = Union[Foreign, LookAlike]
+else:  # the alias is the type checker's: at run time, its classes
+    Origin = (Foreign, LookAlike)
 """What is known of a value that is not TE by evidence but comes from an import."""
 
 

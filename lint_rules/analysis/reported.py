@@ -4,7 +4,6 @@ worker process, the result cache and every output format share."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any, Callable
 
 try:  # the module behind hashlib.blake2b, without loading OpenSSL
     from _blake2 import blake2b
@@ -13,6 +12,10 @@ except ImportError:  # pragma: no cover - other Pythons
 
 from lint_rules.analysis.records import Reported
 from lint_rules.findings import char_column, split_lines
+
+TYPE_CHECKING = False  # `typing` is not imported at run time (a run where a few files pass)
+if TYPE_CHECKING:
+    from typing import Any, Callable
 
 
 def _char_columns(lines: list[str]) -> Callable[[int, int], int]:

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
 
 from lint_rules.analysis.exports import matched
 from lint_rules.analysis.filework import (
@@ -38,8 +37,11 @@ from lint_rules.analysis.gather import gather_run
 from lint_rules.analysis.plan import Plan
 from lint_rules.analysis.records import Job, Outcome
 from lint_rules.analysis.runfacts import RunFacts, lifecycle_digest
+from lint_rules.slotted import TYPE_CHECKING  # not `typing`'s: it is not imported at run time
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from lint_rules.analysis.project import Project
 
 try:  # the module behind hashlib.blake2b, without loading OpenSSL
@@ -71,7 +73,7 @@ known (``rejudge_file``); a file past them is analysed again in full."""
 REJUDGE = True
 """Off (a test), every file whose verdicts read the run's facts is analysed again in full."""
 
-Parse = Callable[[Work, Job, Sequence[tuple[Any, ...]], int], Iterator[Outcome]]
+Parse = Callable[[Work, Job, Sequence[tuple["Any", ...]], int], Iterator[Outcome]]
 """``parse(work, job, items, workers)``: each item's outcome, in order (a face's pool)."""
 
 

@@ -6,20 +6,20 @@ from __future__ import annotations
 import os
 from bisect import bisect_left
 from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import Any
 
 try:  # the module behind hashlib.blake2b, without loading OpenSSL
     from _blake2 import blake2b
 except ImportError:  # pragma: no cover - other Pythons
     from hashlib import blake2b
 
-from typing import TYPE_CHECKING
-
 from lint_rules.analysis.exports import matched
 from lint_rules.analysis.prefilter import ON, Gates
 from lint_rules.analysis.records import Outcome
+from lint_rules.slotted import TYPE_CHECKING  # not `typing`'s: it is not imported at run time
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from lint_rules.analysis.exports import Export
     from lint_rules.analysis.runfacts import RunFacts
 

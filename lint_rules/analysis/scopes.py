@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 from lint_rules.analysis.blocks import block
 from lint_rules.analysis.nodes import (
@@ -27,6 +26,7 @@ from lint_rules.analysis.nodes import (
     target_names,
     target_paths,
 )
+from lint_rules.slotted import Record
 from lint_rules.te import FLAG
 
 
@@ -59,22 +59,38 @@ class Binding:
         return f"Binding({self.how!r}, {self.value!r}, {self.branches!r})"
 
 
-@dataclass
-class Scope:
+class Scope(Record):
     """What a function binds: parameters, local assignments, dict-key stores, loop names."""
 
+    __slots__ = ("node", "parent", "cls", "params", "bindings", "key_stores", "unbound")
     node: FunctionNode | None
     parent: Scope | None
     cls: ast.ClassDef | None
-    params: dict[str, ast.expr | None] = field(default_factory=dict)
-    bindings: dict[str, list[Binding]] = field(default_factory=dict)
-    key_stores: dict[str, list[tuple[ast.AST, ast.expr, tuple[Branch, ...]]]] = field(
-        default_factory=dict
-    )
-    unbound: frozenset[str] = frozenset()
+    params: dict[str, ast.expr | None]
+    bindings: dict[str, list[Binding]]
+    key_stores: dict[str, list[tuple[ast.AST, ast.expr, tuple[Branch, ...]]]]
+    unbound: frozenset[str]
     """Names local to the function that no statement that can run binds: each is assigned
     (imported, defined...) only where the code never runs. Not parameters, not in
     ``bindings``, not declared ``global`` or ``nonlocal``."""
+
+    def __init__(
+        self,
+        node: FunctionNode | None,
+        parent: Scope | None,
+        cls: ast.ClassDef | None,
+        params: dict[str, ast.expr | None] | None = None,
+        bindings: dict[str, list[Binding]] | None = None,
+        key_stores: dict[str, list[tuple[ast.AST, ast.expr, tuple[Branch, ...]]]] | None = None,
+        unbound: frozenset[str] = frozenset(),
+    ) -> None:
+        if params is None:
+            params = dict()
+        if bindings is None:
+            bindings = dict()
+        if key_stores is None:
+            key_stores = dict()
+        self._fill(locals())
 
     def lookup(self, name: str) -> Scope | None:
         """The function whose local ``name`` is, as Python compiles it: the nearest one

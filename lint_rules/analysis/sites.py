@@ -9,24 +9,39 @@ from __future__ import annotations
 
 import ast
 import functools
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from lint_rules.analysis.resolve import Callee, TEModule, TERejects, Unresolved
 from lint_rules.analysis.stateful import constant_index
 from lint_rules.analysis.symbols import Scope, contains, dotted, is_none, span
 from lint_rules.analysis.walk import COMPREHENSIONS, Context
 from lint_rules.rules import callee_text, repeat_text
+from lint_rules.slotted import Record
 from lint_rules.te import FLAG, FLAG_POSITION, FORWARDERS
+
+TYPE_CHECKING = False  # `typing` is not imported at run time (a run where a few files pass)
 
 if TYPE_CHECKING:
     from lint_rules.analysis.core import Analysis
 
 
-@dataclass
-class FlagCall:
+class FlagCall(Record):
     """A call to a TE module (or an unresolved callee) and how it passes the flag."""
 
+    _fields = (
+        "call",
+        "ctx",
+        "scope",
+        "callee",
+        "guarded",
+        "keyword",
+        "index",
+        "value",
+        "node",
+        "repeated",
+        "splats",
+        "rejected",
+    )
+    __slots__ = (*_fields, "__dict__")  # ``__dict__``: for the cached ``target``
     call: ast.Call
     ctx: Context
     scope: Scope | None
@@ -41,10 +56,29 @@ class FlagCall:
     """Where a finding about the flag is reported: the keyword or the positional argument."""
     repeated: str | None
     """Why the call may run more than once per forward (TEM005), if it may."""
-    splats: list[ast.keyword] = field(default_factory=list)
+    splats: list[ast.keyword]
     """The ``**mapping`` arguments of the call."""
-    rejected: ast.AST | None = None
+    rejected: ast.AST | None
     """Where a callee that does not take the flag is handed it positionally (TEM004)."""
+
+    def __init__(
+        self,
+        call: ast.Call,
+        ctx: Context,
+        scope: Scope | None,
+        callee: Callee,
+        guarded: bool,
+        keyword: ast.keyword | None,
+        index: int | None,
+        value: ast.expr | None,
+        node: ast.AST | None,
+        repeated: str | None,
+        splats: list[ast.keyword] | None = None,
+        rejected: ast.AST | None = None,
+    ) -> None:
+        if splats is None:
+            splats = list()
+        self._fill(locals())
 
     @functools.cached_property
     def target(self) -> str:

@@ -14,8 +14,6 @@ and has no fix there (the fix is ``None`` in the wrapper).
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from lint_rules.analysis.kinds import (
     Container,
@@ -29,6 +27,9 @@ from lint_rules.analysis.nodes import dotted, iter_nodes
 from lint_rules.analysis.walk import COMPREHENSIONS, Context, Walker, exclusive
 from lint_rules.findings import Evidence
 from lint_rules.rules import repeat_text
+from lint_rules.slotted import Frozen
+
+TYPE_CHECKING = False  # `typing` is not imported at run time (a run where a few files pass)
 
 if TYPE_CHECKING:
     from lint_rules.analysis.checks import Rule
@@ -42,13 +43,21 @@ _DEPTH = 4
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
-@dataclass(frozen=True)
-class StateFlag:
+class StateFlag(Frozen):
     """Where a wrapper class passes its own attribute to TE as the flag."""
 
+    __slots__ = ("attr", "line", "col")
     attr: str
     line: int
     col: int
+
+    def __init__(
+        self,
+        attr: str,
+        line: int,
+        col: int,
+    ) -> None:
+        self._fill(locals())
 
 
 class StateFlags:

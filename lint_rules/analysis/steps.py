@@ -22,12 +22,19 @@ each path is one of:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import NamedTuple, Union
 
 from lint_rules.analysis.facts import CallFact, Write
 from lint_rules.findings import Evidence
+from lint_rules.slotted import NamedTuple
 
-Site = Union[Write, CallFact]
+TYPE_CHECKING = False  # `typing` is not imported at run time (a run where a few files pass)
+if TYPE_CHECKING:
+    from typing import Union
+
+if TYPE_CHECKING:
+    Site = Union[Write, CallFact]
+else:  # the alias is the type checker's: at run time, its classes
+    Site = (Write, CallFact)
 
 ONCE_NAMES = frozenset(
     {"__init__", "__post_init__", "setup", "set_up", "build", "configure", "configure_model"}

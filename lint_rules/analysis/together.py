@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import ast
 from collections import deque
-from dataclasses import replace
 
 from lint_rules.analysis.fold import bindings, delete, plan, warned_unused
 from lint_rules.analysis.symbols import Scope
 from lint_rules.findings import Edit, Finding, Fix, Position
+from lint_rules.slotted import replace
 
 Reads = dict[tuple[Position, Position], tuple[tuple[ast.Name, Scope], ...]]
 """Each None fix's replaced span: the reads of locals it drops, each with the function that

@@ -9,7 +9,6 @@ from __future__ import annotations
 import ast
 import weakref
 from collections.abc import Mapping
-from typing import Any
 
 from lint_rules.analysis.conditions import Reading
 from lint_rules.analysis.counters import counters as _counters
@@ -18,6 +17,10 @@ from lint_rules.analysis.nodes import statements, target_names
 from lint_rules.analysis.objects import class_name
 from lint_rules.analysis.prefilter import Gates
 from lint_rules.analysis.walk import called_names, updates_parameters
+
+TYPE_CHECKING = False  # `typing` is not imported at run time (a run where a few files pass)
+if TYPE_CHECKING:
+    from typing import Any
 
 _ASSIGNS = frozenset({ast.Assign, ast.AnnAssign, ast.AugAssign})
 _LOOPS_WITHS = frozenset({ast.For, ast.AsyncFor, ast.With, ast.AsyncWith})

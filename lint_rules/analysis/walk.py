@@ -9,12 +9,15 @@ from __future__ import annotations
 import ast
 from bisect import bisect_left
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
 
 from lint_rules.analysis.blocks import after_if
 from lint_rules.analysis.nodes import _FIELDS, _LEAVES, _node_fields, iter_nodes
 from lint_rules.analysis.symbols import Branch, FunctionNode, dotted, target_names
 from lint_rules.te import FLAG
+
+TYPE_CHECKING = False  # `typing` is not imported at run time (a run where a few files pass)
+if TYPE_CHECKING:
+    from typing import Any
 
 COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
 

@@ -16,16 +16,15 @@ def only_applicable_fixes(text: str, findings: list, disable_noqa: bool) -> list
     rules of ``fixing.plan_edits``), so that every face counts as ``fix`` does."""
     if not any(f.fix is not None for f in findings):
         return findings
-    import dataclasses
-
     from lint_rules.fixing import plan_edits
+    from lint_rules.slotted import replace
 
     fixable = [f for f in findings if f.fix is not None]
     _, _, _, skipped = plan_edits(text, fixable, disable_noqa)
     if not skipped:
         return findings
     dropped = {id(f) for f in skipped}
-    return [dataclasses.replace(f, fix=None) if id(f) in dropped else f for f in findings]
+    return [replace(f, fix=None) if id(f) in dropped else f for f in findings]
 
 
 def selected(findings: Any, settings: Settings | None) -> list:
