@@ -142,6 +142,7 @@ else:
                     )
             made = namedtuple(name, fields, defaults=defaults, module=namespace["__module__"])
             made.__annotations__ = namespace.get("__annotations__", {})
+            made.__qualname__ = namespace.get("__qualname__", name)  # pickled by it
             for key, value in namespace.items():
                 if key not in fields and key not in _OWN:
                     setattr(made, key, value)

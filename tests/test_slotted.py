@@ -158,3 +158,15 @@ def test_the_named_tuple_stand_in_refuses_a_field_without_default_after_one_with
         class Wrong(NamedTuple):  # type: ignore[misc]
             a: int = 1
             b: int  # type: ignore[misc]
+
+
+class _Outer:
+    class Inner(NamedTuple):
+        x: int
+
+
+def test_a_named_tuple_in_a_class_is_pickled_by_its_qualified_name() -> None:
+    """``typing.NamedTuple`` keeps the class body's ``__qualname__``: pickle finds a class
+    nested in another by it (``namedtuple`` alone names it ``Inner``: not found)."""
+    assert _Outer.Inner.__qualname__ == "_Outer.Inner"
+    assert pickle.loads(pickle.dumps(_Outer.Inner(1))) == _Outer.Inner(1)
