@@ -135,8 +135,14 @@ else:
 
             fields = tuple(namespace.get("__annotations__", {}))
             defaults = [namespace[f] for f in fields if f in namespace]
+            for before, field in zip(fields, fields[1:]):  # ``namedtuple`` gives the last ones
+                if before in namespace and field not in namespace:  # the defaults: refused
+                    raise TypeError(  # as ``typing.NamedTuple`` does
+                        f"Non-default namedtuple field {field} cannot follow default field {before}"
+                    )
             made = namedtuple(name, fields, defaults=defaults, module=namespace["__module__"])
             made.__annotations__ = namespace.get("__annotations__", {})
+            made.__qualname__ = namespace.get("__qualname__", name)  # pickled by it
             for key, value in namespace.items():
                 if key not in fields and key not in _OWN:
                     setattr(made, key, value)

@@ -15,7 +15,7 @@ from lint_rules.cli.formats import Problem, Style
 from lint_rules.rules import RULES
 from lint_rules.selection import Layer
 from lint_rules.settings import DEFAULT_SETTINGS, Settings, SettingsError
-from lint_rules.slotted import field_names, replace
+from lint_rules.slotted import NamedTuple, field_names, replace
 
 CONFIGURED = Settings(
     select=("TEM001",),
@@ -115,3 +115,58 @@ def test_an_outcome_holds_only_what_differs_from_its_defaults() -> None:
             assert type(again) is Outcome and again == record and repr(again) == repr(record)
     with pytest.raises(AttributeError, match="cannot assign to field 'error'"):
         unread.error = "x"  # type: ignore[misc]
+
+
+class Globally(NamedTuple):
+    """Pickled by name: a module-level class."""
+
+    x: int
+
+
+def test_the_named_tuple_stand_in_is_typing_s() -> None:
+    """``slotted.NamedTuple`` (a ``collections.namedtuple`` underneath) gives what
+    ``typing.NamedTuple`` gives: fields, defaults, methods, docstring, pickling."""
+    import typing
+
+    def made(base: type) -> type:
+        class Point(base):  # type: ignore[misc, valid-type]
+            """A point."""
+
+            x: int
+            y: int = 2
+
+            def total(self) -> int:
+                return self.x + self.y
+
+        return Point
+
+    ours, theirs = made(NamedTuple), made(typing.NamedTuple)
+    assert ours._fields == theirs._fields == ("x", "y")
+    assert ours._field_defaults == theirs._field_defaults == {"y": 2}
+    assert ours(1) == theirs(1) == (1, 2)
+    assert ours(1).total() == 3
+    assert ours.__doc__ == "A point."
+    assert pickle.loads(pickle.dumps(Globally(1))) == Globally(1)
+
+
+def test_the_named_tuple_stand_in_refuses_a_field_without_default_after_one_with() -> None:
+    """As ``typing.NamedTuple`` does: ``namedtuple``'s defaults go to the last fields, so
+    ``a: int = 1`` then ``b: int`` would give ``b`` the ``1`` and leave ``a`` required."""
+
+    with pytest.raises(TypeError, match="cannot follow default field"):
+
+        class Wrong(NamedTuple):  # type: ignore[misc]
+            a: int = 1
+            b: int  # type: ignore[misc]
+
+
+class _Outer:
+    class Inner(NamedTuple):
+        x: int
+
+
+def test_a_named_tuple_in_a_class_is_pickled_by_its_qualified_name() -> None:
+    """``typing.NamedTuple`` keeps the class body's ``__qualname__``: pickle finds a class
+    nested in another by it (``namedtuple`` alone names it ``Inner``: not found)."""
+    assert _Outer.Inner.__qualname__ == "_Outer.Inner"
+    assert pickle.loads(pickle.dumps(_Outer.Inner(1))) == _Outer.Inner(1)
