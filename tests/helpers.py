@@ -5,7 +5,9 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -167,3 +169,32 @@ unresolved = "report"
 """
 """The sample tree's (``fixtures/cli/project``) configuration: ``pkg/sub/unresolved.py`` is about
 callees nobody can show is TE, which only a strict project reports."""
+
+
+_AGED = [0]
+
+
+def age(root: Path) -> None:
+    """Files written in the last seconds get a distinct time a minute ago: the index then
+    knows them by their stat (a file younger than two seconds is always read again)."""
+    now = time.time()
+    for path in root.rglob("*"):
+        if path.is_file() and path.stat().st_mtime > now - 10:
+            _AGED[0] += 1
+            os.utime(path, (now - 60 + _AGED[0] / 1000, now - 60 + _AGED[0] / 1000))
+
+
+def modules_after(cwd: Path | None, *argv: str) -> tuple[str, int, set[str]]:
+    """What a fresh interpreter prints for ``te-microbatch-lint ARGV`` in ``cwd`` (the command
+    run in process, by ``lint_rules.cli.main``), the status it returns, and the modules it has
+    imported by the end."""
+    code = (
+        "import sys\nfrom lint_rules.cli import main\n"
+        f"status = main({list(argv)!r})\n"
+        "print('\\0' + str(status) + '\\0' + ' '.join(sorted(sys.modules)))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, check=True
+    )
+    out, status, modules = done.stdout.rsplit("\0", 2)
+    return out, int(status), set(modules.split())

@@ -5,12 +5,11 @@ nor ``typing`` is imported, and ``class X(NamedTuple)`` is made without ``typing
 from __future__ import annotations
 
 import pickle
-import subprocess
-import sys
 import typing
 from pathlib import Path
 
 import pytest
+from helpers import modules_after
 
 from lint_rules.findings import Edit, Evidence, Finding, Fix
 from lint_rules.slotted import FrozenRecordError, NamedTuple, replace
@@ -36,18 +35,10 @@ def test_a_cold_run_that_analyses_imports_neither_dataclasses_nor_typing(tmp_pat
     (package / "__init__.py").write_text("")
     (package / "block.py").write_text(BLOCK)
     (package / "other.py").write_text("import torch\n")
-    code = (
-        "import sys\nfrom lint_rules.cli import main\n"
-        "status = main(['check', '--isolated', '--no-cache', '-j1', '--output-format', 'json',"
-        " 'pkg'])\n"
-        "print(status, '\\0' + ' '.join(sorted(sys.modules)))\n"
+    out, status, modules = modules_after(
+        tmp_path, "check", "--isolated", "--no-cache", "-j1", "--output-format", "json", "pkg"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True
-    )
-    out, _, names = done.stdout.rpartition("\0")
-    assert out == "[]\n0 "  # no finding, no error
-    modules = set(names.split())
+    assert (out, status) == ("[]\n", 0)  # no finding, no error
     assert {"lint_rules.analysis.core", "lint_rules.analysis.lifecycle", "ast"} <= modules
     assert not {"dataclasses", "inspect", "typing"} & modules
 

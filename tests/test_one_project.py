@@ -9,11 +9,10 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
-from helpers import run_in_process
+from helpers import age, run_in_process
 
 ROOT = Path(__file__).resolve().parent.parent
 LIFECYCLE = ROOT / "fixtures" / "lifecycle"
@@ -64,22 +63,9 @@ def _verdicts(found: list[dict], path: str) -> list[tuple]:
     ]
 
 
-AGED = [0]
-
-
-def _age(root: Path) -> None:
-    """Files written in the last seconds get a distinct time a minute ago: the index then
-    knows them by their stat (a file younger than two seconds is always read again)."""
-    now = time.time()
-    for path in root.rglob("*"):
-        if path.is_file() and path.stat().st_mtime > now - 10:
-            AGED[0] += 1
-            os.utime(path, (now - 60 + AGED[0] / 1000, now - 60 + AGED[0] / 1000))
-
-
 def _same_as_fresh(root: Path, path: str, cache: Path) -> list[tuple]:
     """``check FILE`` with the index equals a fresh ``check .`` for that file; its findings."""
-    _age(root)
+    age(root)
     fresh = _verdicts(_json(["--no-cache", "."], root), path)
     alone = _verdicts(_json(["--cache-dir", str(cache), path], root), path)
     assert alone == fresh

@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import os
 import random
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import modules_after
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -298,17 +297,10 @@ def test_a_cold_run_where_nothing_passes_imports_no_analysis(tmp_path: Path) -> 
     (package / "layers.py").write_text("import torch\n\nclass Block(torch.nn.Module):\n    pass\n")
     (package / "sub" / "__init__.py").write_text("")
     (package / "sub" / "notes.py").write_text("# caf\u00e9\nMICROBATCH = 4\n", encoding="utf-8")
-    code = (
-        "import sys\nfrom lint_rules.cli import main\n"
-        "status = main(['check', '--isolated', '--no-cache', '--output-format', 'json', 'pkg'])\n"
-        "print(status, '\\0' + ' '.join(sorted(sys.modules)))\n"
+    out, status, modules = modules_after(
+        tmp_path, "check", "--isolated", "--no-cache", "--output-format", "json", "pkg"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True
-    )
-    out, _, names = done.stdout.rpartition("\0")
-    assert out == "[]\n0 "  # no finding, no error
-    modules = set(names.split())
+    assert (out, status) == ("[]\n", 0)  # no finding, no error
     assert "lint_rules.analysis.skim" in modules  # the first pass ran
     assert not {"ast", "dataclasses", "inspect", "typing"} & modules
     analysis = {

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import modules_after
 
 import lint_rules.analysis
 from lint_rules import __version__
@@ -127,23 +128,8 @@ def test_a_window_too_short_to_say_is_waited_out(monkeypatch: pytest.MonkeyPatch
     assert slept and 0 < slept[0] <= 0.05
 
 
-def _modules_after(tmp_path: Path, *argv: str) -> tuple[str, set[str]]:
-    """What a fresh interpreter prints for ``te-microbatch-lint ARGV`` in ``tmp_path``, and
-    the modules it has imported by the end."""
-    code = (
-        "import sys\nfrom lint_rules.cli import main\n"
-        f"status = main({list(argv)!r})\n"
-        "print('\\0' + ' '.join(sorted(sys.modules)))\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True
-    )
-    out, _, modules = done.stdout.rpartition("\0")
-    return out, set(modules.split())
-
-
 def test_version_loads_nothing_of_the_command(tmp_path: Path) -> None:
-    out, modules = _modules_after(tmp_path, "--version")
+    out, _, modules = modules_after(tmp_path, "--version")
     argparse_says = "from lint_rules.cli.command import main; main(['--version'])"
     whole = subprocess.run([sys.executable, "-c", argparse_says], capture_output=True, text=True)
     assert out == whole.stdout == "te-microbatch-lint 0.1.0\n".replace("0.1.0", __version__)
@@ -154,16 +140,16 @@ def test_version_loads_nothing_of_the_command(tmp_path: Path) -> None:
 def test_a_check_that_writes_nothing_loads_no_writer(tmp_path: Path) -> None:
     (tmp_path / "model.py").write_text("def f(m, x):\n    return m(x, is_first_microbatch=True)\n")
     (tmp_path / "empty").mkdir()
-    _, modules = _modules_after(tmp_path / "empty", "check", "--no-cache", ".")
+    _, _, modules = modules_after(tmp_path / "empty", "check", "--no-cache", ".")
     assert (
         not {"lint_rules.analysis.store", "lint_rules.analysis.core", "lint_rules.fileio"} & modules
     )
     assert not {"tempfile", "random"} & modules
     assert not {"dataclasses", "inspect", "ast", "typing"} & modules  # start-up: issue 32
     cache = str(tmp_path / "cache")
-    _, modules = _modules_after(tmp_path / "empty", "check", "--cache-dir", cache, ".")
+    _, _, modules = modules_after(tmp_path / "empty", "check", "--cache-dir", cache, ".")
     assert not {"lint_rules.analysis.core", "lint_rules.fileio", "tempfile"} & modules
-    _, modules = _modules_after(tmp_path, "check", "--no-cache", "--jobs", "1", ".")
+    _, _, modules = modules_after(tmp_path, "check", "--no-cache", "--jobs", "1", ".")
     assert "lint_rules.analysis.core" in modules  # the file was analysed
     assert not {"lint_rules.analysis.store", "tempfile", "random", "libcst"} & modules
 
@@ -214,9 +200,9 @@ def test_a_file_that_cannot_have_a_finding_is_parsed_only_with_the_gates_off(
 def test_an_empty_folder_loads_no_per_file_machinery(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     cache = str(tmp_path / "cache")
-    _, modules = _modules_after(tmp_path / "empty", "check", "--cache-dir", cache, ".")
+    _, _, modules = modules_after(tmp_path / "empty", "check", "--cache-dir", cache, ".")
     assert not {"lint_rules.cli.running", "lint_rules.analysis.store", "json"} & modules
-    out, modules = _modules_after(tmp_path / "empty", "check", "--output-format", "json", ".")
+    out, _, modules = modules_after(tmp_path / "empty", "check", "--output-format", "json", ".")
     assert not {"lint_rules.cli.running", "lint_rules.analysis.store"} & modules
     assert out.strip() == "[]"  # the report is still written
     assert not os.path.exists(cache)
@@ -229,7 +215,7 @@ def test_a_run_where_nothing_passes_builds_no_index(tmp_path: Path) -> None:
     (tmp_path / "pkg" / "layers.py").write_text("class Block:\n    pass\n")
     for isolated in ((), ("--isolated",)):
         args = ("check", "--no-cache", "--jobs", "1", *isolated, ".")
-        out, modules = _modules_after(tmp_path, *args)
+        out, _, modules = modules_after(tmp_path, *args)
         assert "lint_rules.analysis.plan" in modules  # the files were read
         assert "lint_rules.analysis.project" not in modules
         assert "All checks passed!" in out
@@ -239,7 +225,7 @@ def test_an_empty_folder_loads_only_the_command_line(tmp_path: Path) -> None:
     """`check` on a folder without Python files reads the arguments and the configuration,
     walks, and says so: TE's tables, the rule texts' TE facts, the finding classes, the guard
     importer, the CPU sampler, the CI formats and `typing` are never loaded."""
-    out, modules = _modules_after(tmp_path, "check", ".")
+    out, _, modules = modules_after(tmp_path, "check", ".")
     assert out == "All checks passed!\n"
     unused = {
         "lint_rules.te",
@@ -273,7 +259,7 @@ def test_alike_init_files_of_two_packages_are_both_served_warm(
     argv = ["check", "--cache-dir", str(tmp_path / "cache"), *(["--isolated"] * isolated), "."]
     outputs = []
     for run in range(3):
-        out, modules = _modules_after(project, *argv)
+        out, _, modules = modules_after(project, *argv)
         outputs.append(out)
         assert ("lint_rules.analysis.core" in modules) == (run == 0), run
     assert outputs[0] == outputs[1] == outputs[2]

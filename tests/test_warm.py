@@ -9,12 +9,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
+from helpers import age, modules_after
 
 import lint_rules.analysis.store as store
 import lint_rules.cli.running as running
@@ -24,24 +23,12 @@ from lint_rules.cli import command
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT = ROOT / "fixtures" / "project"
 
-AGED = [0]
-
-
-def _age(root: Path) -> None:
-    """Files written in the last seconds get a distinct time a minute ago: the index then
-    knows them by their stat (a file younger than two seconds is always read again)."""
-    now = time.time()
-    for path in root.rglob("*"):
-        if path.is_file() and path.stat().st_mtime > now - 10:
-            AGED[0] += 1
-            os.utime(path, (now - 60 + AGED[0] / 1000, now - 60 + AGED[0] / 1000))
-
 
 @pytest.fixture
 def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A copy of the project, its files known by their stat; the working directory."""
     shutil.copytree(PROJECT, tmp_path / "project")
-    _age(tmp_path / "project")
+    age(tmp_path / "project")
     monkeypatch.chdir(tmp_path / "project")
     return tmp_path / "project"
 
@@ -100,11 +87,11 @@ def test_a_changed_file_is_analysed_again(
     first = _warm_is_fresh(capsys, made, "pkg")
     model = tree / "pkg" / "model.py"
     model.write_text(model.read_text() + "\n\ndef later(m, x):\n    return m(x)\n")
-    _age(tree)
+    age(tree)
     assert _warm_is_fresh(capsys, made, "pkg") == first  # nothing found there
     stateful = tree / "pkg" / "stateful.py"
     stateful.write_text(stateful.read_text().replace("is_first_microbatch=", "other="))
-    _age(tree)
+    age(tree)
     assert _warm_is_fresh(capsys, made, "pkg") != first
 
 
@@ -118,7 +105,7 @@ def test_a_run_that_was_not_kept_never_serves_an_older_one(
     first = _warm_is_fresh(capsys, made, "pkg")
     stateful = tree / "pkg" / "stateful.py"
     stateful.write_text(stateful.read_text().replace("is_first_microbatch=", "other="))
-    _age(tree)
+    age(tree)
     with monkeypatch.context() as patched:
         patched.setattr(warm, "keep", lambda *args: None)
         changed = _check(capsys, "--cache-dir", "../cache", "pkg")
@@ -137,7 +124,7 @@ def test_a_command_keeps_one_run(
     stateful = tree / "pkg" / "stateful.py"
     for n in range(3):
         stateful.write_text(stateful.read_text() + f"\nEDIT = {n}\n")
-        _age(tree)
+        age(tree)
         assert _warm_is_fresh(capsys, made, "pkg") == first
     (index,) = (tree.parent / "cache").rglob("*.json")
     assert len(json.loads(index.read_text())["@runs"]) == 2  # one per command
@@ -157,7 +144,7 @@ def test_a_file_changed_that_another_depends_on_through_the_index(
             "def forward(self, x, is_first_microbatch=None, bias=None):",
         )
     )
-    _age(tree)
+    age(tree)
     again = _warm_is_fresh(capsys, made, "pkg")
     model = [row for row in again if row["path"].endswith("model.py")]
     assert model != [row for row in first if row["path"].endswith("model.py")]
@@ -225,14 +212,14 @@ def test_a_syntax_error_is_served_too(
     first = _check(capsys, "--no-cache", "pkg")
     broken = tree / "pkg" / "broken.py"
     broken.write_text("def f(:\n    return m(x, is_first_microbatch=True)\n")
-    _age(tree)
+    age(tree)
     for runs in (2, 2):  # the fresh run, then the run made in full, then served
         assert command.main(["check", "--isolated", "--cache-dir", "../cache", "pkg"]) == 2
         err = capsys.readouterr().err
         assert "pkg/broken.py: error: cannot parse: " in err and "(line 1, column 7)" in err
         assert made.runs == runs
     broken.write_text("def f(m, x):\n    return m(x, flag=True)\n")
-    _age(tree)
+    age(tree)
     assert _warm_is_fresh(capsys, made, "pkg") == first
 
 
@@ -240,19 +227,12 @@ def test_a_warm_run_imports_only_the_cache_discovery_and_output(tree: Path) -> N
     """What a fresh interpreter imports for a warm ``check --isolated`` of an unchanged tree:
     no module of the analysis, no first pass, no ``ast``, ``dataclasses``, ``typing`` or
     ``inspect`` (a warm run is start-up, the stat of each file and reading the index)."""
-    code = (
-        "import sys\nfrom lint_rules.cli import main\n"
-        "status = main(['check', '--isolated', '--output-format', 'json', '--cache-dir', "
-        "'../cache', 'pkg'])\n"
-        "print(status, '\\0' + ' '.join(sorted(sys.modules)))\n"
-    )
 
     def run(status: int = 1) -> tuple[str, set[str]]:
-        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-        assert done.returncode == 0, done.stderr
-        out, _, modules = done.stdout.rpartition("\0")
-        assert out.endswith(f"{status} ")  # 1: findings; 2: a file that cannot be parsed
-        return out, set(modules.split())
+        argv = ("check", "--isolated", "--output-format", "json", "--cache-dir", "../cache", "pkg")
+        out, returned, modules = modules_after(None, *argv)
+        assert returned == status  # 1: findings; 2: a file that cannot be parsed
+        return out, modules
 
     first, modules = run()
     assert "lint_rules.analysis.collector" in modules  # analysed, then kept whole
@@ -283,7 +263,7 @@ def test_a_warm_run_imports_only_the_cache_discovery_and_output(tree: Path) -> N
     assert not {"ast", "dataclasses", "typing", "inspect", "tempfile"} & modules
     # A file that cannot be parsed: its error line is printed without the per-file machinery.
     (tree / "pkg" / "broken.py").write_text("def f(:\n    return m(x, is_first_microbatch=1)\n")
-    _age(tree)
+    age(tree)
     run(2)
     _, served = run(2)
     assert served == modules

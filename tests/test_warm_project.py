@@ -13,9 +13,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import age
 
 from lint_rules.cli import command
-from tests.test_warm import PROJECT, Made, _age
+from tests.test_warm import PROJECT, Made
 
 USER = '''"""Uses ``Thing`` of ``pkg/extra.py``: a TE subclass when that module exists."""
 
@@ -51,7 +52,7 @@ def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     shutil.copytree(PROJECT, tmp_path / "project")
     (tmp_path / "project" / ".git").mkdir()
     (tmp_path / "project" / "pkg" / "user.py").write_text(USER)
-    _age(tmp_path / "project")
+    age(tmp_path / "project")
     monkeypatch.chdir(tmp_path / "project")
     return tmp_path / "project"
 
@@ -118,7 +119,7 @@ def test_a_file_a_named_one_depends_on_through_the_index(
             "def forward(self, x, is_first_microbatch=None, bias=None):",
         )
     )
-    _age(tree)
+    age(tree)
     assert _warm_is_fresh(capsys, made, "pkg/model.py") != first
 
 
@@ -127,7 +128,7 @@ def test_a_new_module(tree: Path, capsys: pytest.CaptureFixture[str], made: Made
     second (TEM002) and by keyword (TEM001)."""
     assert _warm_is_fresh(capsys, made, "pkg/user.py") == []
     (tree / "pkg" / "extra.py").write_text(EXTRA)
-    _age(tree)
+    age(tree)
     assert _warm_is_fresh(capsys, made, "pkg/user.py") == [
         ("pkg/user.py", 12, "TEM002"),
         ("pkg/user.py", 15, "TEM001"),
@@ -137,7 +138,7 @@ def test_a_new_module(tree: Path, capsys: pytest.CaptureFixture[str], made: Made
 def test_a_deleted_module(tree: Path, capsys: pytest.CaptureFixture[str], made: Made) -> None:
     """``pkg/extra.py`` deleted: user.py's calls of ``Thing`` are unresolved (no finding)."""
     (tree / "pkg" / "extra.py").write_text(EXTRA)
-    _age(tree)
+    age(tree)
     assert len(_warm_is_fresh(capsys, made, "pkg/user.py")) == 2
     (tree / "pkg" / "extra.py").unlink()
     assert _warm_is_fresh(capsys, made, "pkg/user.py") == []
@@ -153,11 +154,11 @@ def test_a_configuration_created_or_edited_in_a_folder_between(
     config = tree / "pkg" / "pyproject.toml"
     table = '[tool.te-microbatch-lint]\nproject-root = ".."\nunresolved = "{}"\n'
     config.write_text(table.format("report"))
-    _age(tree)
+    age(tree)
     strict = _warm_is_fresh(capsys, made, "pkg/model.py")
     assert strict != first
     config.write_text(table.format("ignore"))
-    _age(tree)
+    age(tree)
     assert _warm_is_fresh(capsys, made, "pkg/model.py") == first
 
 
@@ -169,7 +170,7 @@ def test_a_moved_root(tree: Path, capsys: pytest.CaptureFixture[str], made: Made
     no finding.)"""
     first = _warm_is_fresh(capsys, made, "pkg/sub/stack.py")
     (tree / "pkg" / "sub" / "pyproject.toml").write_text("[project]\nname = 'sub'\n")
-    _age(tree)
+    age(tree)
     assert _warm_is_fresh(capsys, made, "pkg/sub/stack.py") != first
 
 
