@@ -223,23 +223,8 @@ def test_a_syntax_error_is_served_too(
     assert _warm_is_fresh(capsys, made, "pkg") == first
 
 
-def test_a_warm_run_imports_only_the_cache_discovery_and_output(tree: Path) -> None:
-    """What a fresh interpreter imports for a warm ``check --isolated`` of an unchanged tree:
-    no module of the analysis, no first pass, no ``ast``, ``dataclasses``, ``typing`` or
-    ``inspect`` (a warm run is start-up, the stat of each file and reading the index)."""
-
-    def run(status: int = 1) -> tuple[str, set[str]]:
-        argv = ("check", "--isolated", "--output-format", "json", "--cache-dir", "../cache", "pkg")
-        out, returned, modules = modules_after(None, *argv)
-        assert returned == status  # 1: findings; 2: a file that cannot be parsed
-        return out, modules
-
-    first, modules = run()
-    assert "lint_rules.analysis.collector" in modules  # analysed, then kept whole
-    again, modules = run()
-    assert again == first
-    ours = {m for m in modules if m.split(".")[0] == "lint_rules"}
-    assert ours == {
+SERVED = frozenset(
+    {
         "lint_rules",
         "lint_rules.analysis",
         "lint_rules.analysis.codehash",
@@ -260,6 +245,27 @@ def test_a_warm_run_imports_only_the_cache_discovery_and_output(tree: Path) -> N
         "lint_rules.settings",
         "lint_rules.slotted",
     }
+)
+"""The tool's modules a warm run served whole imports (``check --isolated``)."""
+
+
+def test_a_warm_run_imports_only_the_cache_discovery_and_output(tree: Path) -> None:
+    """What a fresh interpreter imports for a warm ``check --isolated`` of an unchanged tree:
+    no module of the analysis, no first pass, no ``ast``, ``dataclasses``, ``typing`` or
+    ``inspect`` (a warm run is start-up, the stat of each file and reading the index)."""
+
+    def run(status: int = 1) -> tuple[str, set[str]]:
+        argv = ("check", "--isolated", "--output-format", "json", "--cache-dir", "../cache", "pkg")
+        out, returned, modules = modules_after(None, *argv)
+        assert returned == status  # 1: findings; 2: a file that cannot be parsed
+        return out, modules
+
+    first, modules = run()
+    assert "lint_rules.analysis.collector" in modules  # analysed, then kept whole
+    again, modules = run()
+    assert again == first
+    ours = {m for m in modules if m.split(".")[0] == "lint_rules"}
+    assert ours == SERVED
     assert not {"ast", "dataclasses", "typing", "inspect", "tempfile"} & modules
     # A file that cannot be parsed: its error line is printed without the per-file machinery.
     (tree / "pkg" / "broken.py").write_text("def f(:\n    return m(x, is_first_microbatch=1)\n")
