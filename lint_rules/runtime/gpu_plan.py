@@ -11,6 +11,7 @@ import types
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
+from typing import Any
 
 from lint_rules import te
 from lint_rules.runtime.backends import Backend
@@ -124,9 +125,10 @@ def checks() -> list[Check]:
     return out
 
 
-MEGATRON_LAYERS = {
+MEGATRON_LAYERS: dict[str, dict[str, Any]] = {
     "Megatron TELinear in MTP": {},
-    "Megatron TEGroupedLinear in MTP": {"mtp_linear": "grouped"},  # the upstream fix's class
+    # the upstream fix's class; 32 tokens: two splits of 16 rows, as TE requires under FP8
+    "Megatron TEGroupedLinear in MTP": {"mtp_linear": "grouped", "micro_batch_size": 32},
 }
 
 
@@ -167,7 +169,7 @@ def megatron_checks(ms: types.ModuleType) -> list[Check]:
     return out
 
 
-def _megatron_layer_checks(ms: types.ModuleType, model: str, extra: dict[str, str]) -> list[Check]:
+def _megatron_layer_checks(ms: types.ModuleType, model: str, extra: dict[str, Any]) -> list[Check]:
     """Oracle (unguarded, guarded, None) and monitor after a resume on one wrapper class."""
     out = []
     for recipe in (None, "delayed", "current"):

@@ -120,6 +120,8 @@ def is_fp8_available(return_reason: bool = False) -> bool | tuple[bool, str]:
 
 def _cast(tensor: torch.Tensor, dtype: torch.dtype, top: float) -> torch.Tensor:
     t = tensor.detach()
+    if t.numel() == 0:  # an empty split of a GroupedLinear (an expert that got no tokens)
+        return t.clone()
     amax = t.abs().max().float()
     scale = torch.where(amax > 0, top / amax, torch.ones_like(amax))
     return ((t.float() * scale).to(dtype).float() / scale).to(t.dtype).contiguous()

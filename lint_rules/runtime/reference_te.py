@@ -482,12 +482,24 @@ class LayerNormMLP(_FusedWgradBase):
         return self._linear(act, "fc2_weight", self.fc2_bias, is_first_microbatch)
 
 
+FP8_SPLIT_MULTIPLE = 16
+FP8_SPLIT_ERROR = (
+    "Assertion failed: ret.lda % 16 == 0. Leading dimension requirement on A for FP8 GEMM. "
+    "Caller must pad. (m_splits={m_splits})"
+)
+"""TE 2.20.2 on an H200 (``common/gemm/cublaslt_gemm.cu``, ``CanonicalizeGemmInput``) refuses
+an FP8 GroupedLinear whose row splits are not multiples of 16 (the wgrad GEMM's leading
+dimension), under DelayedScaling and Float8CurrentScaling alike; Megatron pads the splits
+(``Fp8Padding``). The reference refuses them the same way."""
+
+
 class GroupedLinear(_FusedWgradBase):
     """Reference of ``transformer_engine.pytorch.GroupedLinear``: one GEMM per row split.
 
     ``forward(inp, m_splits, is_first_microbatch=None)``: the flag is positional index 2, as in
     TE; split ``i`` of the rows goes through ``weight{i}`` (each with its own ``main_grad`` and
     FP8 workspace). ``overwrite_main_grad`` is read from ``weight0`` for every GEMM, as TE does.
+    Under FP8 every split must be a multiple of ``FP8_SPLIT_MULTIPLE`` rows, as TE requires.
     """
 
     def __init__(
@@ -538,6 +550,8 @@ class GroupedLinear(_FusedWgradBase):
             raise ValueError(f"m_splits has {len(m_splits)} entries, expected {self.num_gemms}")
         if sum(m_splits) != inp.shape[0]:
             raise ValueError(f"m_splits sum to {sum(m_splits)}, input has {inp.shape[0]} rows")
+        if active_recipe() is not None and any(m % FP8_SPLIT_MULTIPLE for m in m_splits):
+            raise RuntimeError(FP8_SPLIT_ERROR.format(m_splits=list(m_splits)))
         overwrite = bool(getattr(self.weight0, "overwrite_main_grad", False))
         outs = [
             self._linear(

@@ -39,6 +39,14 @@ M_SPLITS = (12, 20)  # GroupedLinear: uneven on purpose, both GEMMs see rows
 FP8_HIDDEN = 256  # FP8 GEMMs want dimensions that are multiples of 16
 FP8_TOKENS = 32
 FP8_M_SPLITS = (16, 16)
+FP8_LR = 0.15
+"""Adam's step in :func:`fp8_weight_cache`: every weight version distinct, and LayerNormMLP's
+GELU kept out of its tail. At 0.3, with the outputs driven to zero, the hidden layer died
+within three steps on some draws, and there GELU multiplies the E4M3 rounding of its input
+(TE and the reference alike: 0.21-0.31 from the exact output on the first GPU run, 0.15-0.23
+on the CPU with seeds 5, 6 and 10, against a tolerance of 0.144). At 0.15, toward a random
+target: 40 seeds, every kind, policy and recipe, straight and resumed, all labelled as expected."""
+
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 """Parameter and activation precision; ``main_grad`` is fp32 in both (Megatron's DDP)."""
 RECIPES = ("delayed", "current")
@@ -348,7 +356,8 @@ def fp8_weight_cache(
 
     ``resume_at=M``: after step M, a new module (a fresh process: no workspace, flag True
     again) loads the state dict and the optimizer state and trains on. Fusion is off (the flag
-    then only decides the cache); Adam with a large step makes every version distinct.
+    then only decides the cache); Adam with a large step (``FP8_LR``) toward a random target makes
+    every version distinct.
     """
     if policy not in FP8_POLICIES:
         raise ValueError(f"policy must be one of {sorted(FP8_POLICIES)}")
@@ -360,7 +369,7 @@ def fp8_weight_cache(
         module = make_module(
             kind, backend, fuse=False, hidden=FP8_HIDDEN, init_std=0.3, activation="gelu"
         )
-        return module, torch.optim.Adam(module.parameters(), lr=0.3)
+        return module, torch.optim.Adam(module.parameters(), lr=FP8_LR)
 
     module, optimizer = build()
     state = {"flag": True}
@@ -379,6 +388,7 @@ def fp8_weight_cache(
         optimizer.zero_grad(set_to_none=True)
         for _ in range(microbatches):
             x = torch.randn(FP8_TOKENS, FP8_HIDDEN, device=backend.device)
+            target = torch.randn(FP8_TOKENS, FP8_HIDDEN, device=backend.device)
             with backend.autocast(fp8_recipe):
                 out = call(kind, module, x, _policy_flag(policy, state), m_splits)
             state["flag"] = False
@@ -397,7 +407,10 @@ def fp8_weight_cache(
                 if found.label in ("fresh", "none", "ambiguous")
                 else Outcome("stale", found.detail)
             )
-            out.float().pow(2).mean().backward()
+            # toward a random target, not zero: driving the outputs to zero kills
+            # LayerNormMLP's hidden layer, where GELU's tail multiplies FP8's rounding of its
+            # input many times over (the tolerances assume operands errors pass at gain ~1)
+            (out.float() - target).pow(2).mean().backward()
         optimizer.step()
         worst = next((o for o in seen if o.label != "fresh"), seen[0])
         per_step.append(worst)

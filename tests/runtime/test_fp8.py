@@ -138,6 +138,20 @@ def test_layernorm_mlp_and_grouped_cache_each_weight() -> None:
     grouped = reference_te.GroupedLinear(2, 16, 16)
     with reference_te.fp8_autocast():
         mlp(torch.randn(4, 16), is_first_microbatch=True)
-        grouped(torch.randn(4, 16), [2, 2], True)
+        grouped(torch.randn(32, 16), [16, 16], True)
     assert set(mlp._fp8_workspaces) == {"fc1_weight", "fc2_weight"}
     assert set(grouped._fp8_workspaces) == {"weight0", "weight1"}
+
+
+@pytest.mark.parametrize("recipe", ["DelayedScaling", "Float8CurrentScaling"])
+def test_grouped_fp8_splits_are_multiples_of_16(recipe: str) -> None:
+    """TE 2.20.2 on an H200 raised this for splits of 8 rows under both recipes (the first GPU
+    run of the command); splits of 16, or any split outside FP8, run."""
+    grouped = reference_te.GroupedLinear(2, 16, 16)
+    fp8_recipe = getattr(reference_te, recipe)()
+    with reference_te.fp8_autocast(enabled=True, fp8_recipe=fp8_recipe):
+        with pytest.raises(RuntimeError, match=r"lda % 16 == 0.*m_splits=\[8, 8\]"):
+            grouped(torch.randn(16, 16), [8, 8], True)
+        assert grouped(torch.randn(32, 16), [16, 16], True).shape == (32, 16)
+        assert grouped(torch.randn(16, 16), [0, 16], True).shape == (16, 16)
+    assert grouped(torch.randn(16, 16), [8, 8], True).shape == (16, 16)

@@ -18,6 +18,7 @@ pytest.importorskip("torch", reason="the runtime suite needs torch")
 from lint_rules.runtime import megatron_scenarios as ms  # noqa: E402
 from lint_rules.runtime.backends import Backend  # noqa: E402
 from lint_rules.runtime.gpu_legs import LegConfig, run_leg_matrix  # noqa: E402
+from lint_rules.runtime.gpu_plan import MEGATRON_LAYERS  # noqa: E402
 from lint_rules.runtime.megatron_shape import megatron_source  # noqa: E402
 from lint_rules.runtime.monitor import MicrobatchMonitor  # noqa: E402
 
@@ -41,7 +42,8 @@ def test_variants_are_the_codemods_output() -> None:
 @pytest.mark.parametrize(("variant", "fp8"), [("unguarded", None), ("guarded", "current")])
 def test_the_grouped_layer_loses_what_the_linear_one_does(variant: str, fp8: str | None) -> None:
     """The MTP layer as TEGroupedLinear (the upstream fix's class): the same labels."""
-    found = ms.megatron_oracle(CPU, variant, fp8=fp8, mtp_linear="grouped")
+    grouped = MEGATRON_LAYERS["Megatron TEGroupedLinear in MTP"]  # 16-row splits, as FP8 needs
+    found = ms.megatron_oracle(CPU, variant, fp8=fp8, **grouped)
     assert found.label == ms.megatron_expected(variant, fp8), str(found)
     assert "lost" in found.label
 
