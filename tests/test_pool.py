@@ -199,3 +199,14 @@ def test_each_file_is_judged_once_and_no_thread_runs(tmp_path: Path) -> None:
     assert sorted(path for _, path in judged) == sorted(path for path, _ in items)
     assert {pid for pid, _ in judged} == {str(os.getpid()), *(o.error for o in outcomes)}
     assert len({pid for pid, _ in judged}) == 2  # both drew files
+
+
+def test_a_parse_left_at_its_last_outcome_closes_after_the_pool(tmp_path: Path) -> None:
+    """``zip`` stops at its shortest input: a parse is left suspended at its last outcome and
+    closed later, when the pool may be gone."""
+    items = _files(tmp_path, [10, 20, 30, 40])
+    with Pool(2, min_bytes=0) as pool:
+        stream = pool(_whose, Job(), items, 2)
+        outcomes = [next(stream) for _ in items]
+    stream.close()
+    assert [o.path for o in outcomes] == [path for path, _ in items]

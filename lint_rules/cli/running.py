@@ -445,10 +445,11 @@ class Pool:
         try:
             yield from self._collect(call, work, job, items, results, mine, busy, waiting)
         except GeneratorExit:  # closed early: the call ends before the next one begins
-            while pipes.draw(self._tickets[0]) is not None:
-                pass
-            while waiting:
-                self._gather(call, items, results, busy, waiting, block=True)
+            if self._tickets is not None and (waiting or len(results) < len(items)):
+                while pipes.draw(self._tickets[0]) is not None:
+                    pass
+                while waiting:
+                    self._gather(call, items, results, busy, waiting, block=True)
             raise
 
     def _collect(
