@@ -383,7 +383,7 @@ class Pool:
         if work is rejudge_kept and self._workers is not None:
             yield from self._serve(job, work, items, self._workers, kept=True)
             return
-        helpers = min(workers, self.workers) - 1
+        helpers = min(workers, self.workers) - 1 if hasattr(os, "fork") else 0  # not Windows
         sizes = [_size(item[0]) for item in items] if helpers >= 1 else []
         if len(sizes) <= 1 or (self._workers is None and sum(sizes) < self.min_bytes):
             yield from map(task, items)

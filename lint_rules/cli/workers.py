@@ -192,6 +192,11 @@ def fork_workers(
 ) -> list[Worker]:
     """``count`` workers, each running ``init`` then ``serve``; a worker that fails at its
     start simply ends (its calls are then judged by the run's process)."""
+    import sys
+
+    for stream in (sys.stdout, sys.stderr):  # nothing buffered here is written twice
+        with contextlib.suppress(Exception):
+            stream.flush()
     workers: list[Worker] = []
     for _ in range(count):
         task_read, task_write = pipe()
