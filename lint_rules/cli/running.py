@@ -58,9 +58,10 @@ __all__ = [
     "shown_path",
 ]
 
-POOL_MIN_BYTES = 400_000
-"""Below this many bytes to parse, a process pool costs more than it saves (2-core machine:
-pool start-up and imports about 60 ms; parsing and analysis about 3 MB/s per core)."""
+POOL_MIN_BYTES = 100_000
+"""Below this many bytes to parse, a process pool costs more than it saves (2-core machine,
+``benchmarks/pool_breakeven.py``: a forked pool of two pays from about 60 KB of generated
+files, by 9% at 109 KB, 14% at 221 KB; on nemo_toolkit's 75 KB it gains nothing)."""
 
 
 @guarded
