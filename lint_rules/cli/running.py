@@ -59,9 +59,10 @@ __all__ = [
 ]
 
 POOL_MIN_BYTES = 100_000
-"""Below this many bytes to parse, a process pool costs more than it saves (2-core machine,
-``benchmarks/pool_breakeven.py``: a forked pool of two pays from about 60 KB of generated
-files, by 9% at 109 KB, 14% at 221 KB; on nemo_toolkit's 75 KB it gains nothing)."""
+"""Below this many bytes to parse beside the largest file, a process pool costs more than it
+saves (2-core machine, ``benchmarks/pool_breakeven.py``: a forked pool of two pays from about
+60 KB of small generated files, by 9% at 109 KB, 14% at 221 KB; nemo_toolkit parses two files
+of 75 KB and 44 KB first, and a pool there was 3% slower than none)."""
 
 
 @guarded
@@ -233,12 +234,16 @@ def _remote_task(work: Work, job: Job, item: tuple[Any, ...]) -> tuple[Outcome, 
 def pool_size(plan: Plan, jobs: int | None, cpus: int | None = None) -> int:
     """Workers for the parse pass (this process counts as one): ``--jobs`` when given, else
     the idle cores (``cpus``, or ``default_cpus`` over the first pass), and only when the
-    bytes to parse are enough to pay for a pool."""
+    bytes to parse beside the largest file (which one process judges whole) are enough to pay
+    for a pool."""
     if len(plan.to_parse) <= 1:
         return 1
     if jobs is not None:
         return max(1, min(jobs, len(plan.to_parse)))
     if plan.bytes_to_parse < POOL_MIN_BYTES:
+        return 1
+    largest = max(_size(path) for path, *_ in plan.to_parse)
+    if plan.bytes_to_parse - largest < POOL_MIN_BYTES:
         return 1
     if cpus is None:
         cpus = default_cpus(plan.started)
@@ -386,7 +391,7 @@ class Pool:
             return
         helpers = min(workers, self.workers) - 1 if hasattr(os, "fork") else 0  # not Windows
         sizes = [_size(item[0]) for item in items] if helpers >= 1 else []
-        if len(sizes) <= 1 or (self._workers is None and sum(sizes) < self.min_bytes):
+        if len(sizes) <= 1 or (self._workers is None and sum(sizes) - max(sizes) < self.min_bytes):
             yield from map(task, items)
             return
         chosen = self._start(job.mode == "write")[:helpers]
