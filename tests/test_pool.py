@@ -28,21 +28,36 @@ def _files(folder: Path, sizes: list[int]) -> list[tuple[str, None]]:
     return items
 
 
-def _slow_here(
+def _worker_first(
     job: Job, path: str, settings: Any, source: Any = None, project: Any = None
 ) -> Outcome:
-    """This process is slow (it judges the largest files): the worker is not."""
-    if os.getpid() == settings:
-        time.sleep(0.1)
+    """``settings``: this process's id, a log and whether to wait. A worker notes each file it
+    judges in the log; this process, on a file it must wait on, waits until a worker noted
+    one more (so that the worker draws while this process holds its file)."""
+    here, log, wait = settings
+    if os.getpid() != here:
+        with open(log, "a") as handle:
+            handle.write(f"{path}\n")
+    elif wait:
+        noted = _lines(log)
+        deadline = time.monotonic() + 60
+        while _lines(log) == noted and time.monotonic() < deadline:
+            time.sleep(0.005)
     return Outcome(path, error=str(os.getpid()))
 
 
+def _lines(log: str) -> int:
+    return len(Path(log).read_text().splitlines()) if os.path.exists(log) else 0
+
+
 def test_outcomes_come_in_file_order_and_the_largest_file_stays_here(tmp_path: Path) -> None:
-    here = os.getpid()
-    items = [(p, here) for p, _ in _files(tmp_path, [10, 500, 20, 400, 30, 300, 40, 1000])]
+    here, log = os.getpid(), str(tmp_path / "log")
+    files = _files(tmp_path, [10, 500, 20, 400, 30, 300, 40, 1000])
+    items = [(p, (here, log, n == 7)) for n, (p, _) in enumerate(files)]
+    again_items = [(p, (here, log, n == 1)) for n, (p, _) in enumerate(files[:3])]
     with Pool(2, min_bytes=0) as pool:
-        outcomes = list(pool(_slow_here, Job(), items, 2))
-        again = list(pool(_slow_here, Job(), items[:3], 2))
+        outcomes = list(pool(_worker_first, Job(), items, 2))
+        again = list(pool(_worker_first, Job(), again_items, 2))
     assert [o.path for o in outcomes] == [path for path, _ in items]
     assert outcomes[7].error == str(here)  # the largest: this process, which can keep it
     assert outcomes[1].error != str(here)  # the next: drawn by the worker meanwhile
@@ -168,19 +183,6 @@ def test_a_first_analysis_kept_by_a_worker_is_judged_again_there(
     assert (pooled.returncode, pooled.stdout) == (alone.returncode, alone.stdout)
 
 
-def _noted(job: Job, path: str, settings: Any, source: Any = None, project: Any = None) -> Outcome:
-    """Each file judged is noted, with the process that judged it, in the file ``settings``."""
-    with open(settings, "a") as handle:
-        handle.write(f"{os.getpid()} {path}\n")
-    if os.getpid() == settings_owner(settings):
-        time.sleep(0.01)
-    return Outcome(path, error=str(os.getpid()))
-
-
-def settings_owner(log: str) -> int:
-    return int(Path(log).name.split(".")[0])
-
-
 def test_each_file_is_judged_once_and_no_thread_runs(tmp_path: Path) -> None:
     """No file is judged twice (none is taken back from a worker that may have begun it), and
     the pool runs no thread in this process (so none competes with its analysis for the
@@ -188,17 +190,18 @@ def test_each_file_is_judged_once_and_no_thread_runs(tmp_path: Path) -> None:
     import gc
     import threading
 
-    log = str(tmp_path / f"{os.getpid()}.log")
-    items = [(path, log) for path, _ in _files(tmp_path, [100 + n for n in range(60)])]
+    here, log = os.getpid(), str(tmp_path / "log")
+    files = _files(tmp_path, [100 + n for n in range(60)])
+    items = [(path, (here, log, n == 59)) for n, (path, _) in enumerate(files)]
     with Pool(2, min_bytes=0) as pool:
-        outcomes = list(pool(_noted, Job(), items, 2))
+        outcomes = list(pool(_worker_first, Job(), items, 2))
         assert threading.active_count() == 1
     assert gc.get_freeze_count() == 0
     assert [o.path for o in outcomes] == [path for path, _ in items]
-    judged = [line.split() for line in Path(log).read_text().splitlines()]
-    assert sorted(path for _, path in judged) == sorted(path for path, _ in items)
-    assert {pid for pid, _ in judged} == {str(os.getpid()), *(o.error for o in outcomes)}
-    assert len({pid for pid, _ in judged}) == 2  # both drew files
+    away = Path(log).read_text().splitlines()  # judged by the worker
+    here_judged = [o.path for o in outcomes if o.error == str(here)]
+    assert sorted(away + here_judged) == sorted(path for path, _ in items)  # each once
+    assert away and here_judged  # both drew files
 
 
 def test_a_parse_left_at_its_last_outcome_closes_after_the_pool(tmp_path: Path) -> None:
