@@ -31,17 +31,16 @@ def _files(folder: Path, sizes: list[int]) -> list[tuple[str, None]]:
 def _worker_first(
     job: Job, path: str, settings: Any, source: Any = None, project: Any = None
 ) -> Outcome:
-    """``settings``: this process's id, a log and whether to wait. A worker notes each file it
-    judges in the log; this process, on a file it must wait on, waits until a worker noted
-    one more (so that the worker draws while this process holds its file)."""
+    """``settings``: this process's id, a log (one per parse) and whether to wait. A worker
+    notes each file it judges in the log; this process, on a file it must wait on, waits
+    until a worker noted one (so that the worker draws while this process holds its file)."""
     here, log, wait = settings
     if os.getpid() != here:
         with open(log, "a") as handle:
             handle.write(f"{path}\n")
     elif wait:
-        noted = _lines(log)
         deadline = time.monotonic() + 60
-        while _lines(log) == noted and time.monotonic() < deadline:
+        while not _lines(log) and time.monotonic() < deadline:
             time.sleep(0.005)
     return Outcome(path, error=str(os.getpid()))
 
@@ -54,7 +53,8 @@ def test_outcomes_come_in_file_order_and_the_largest_file_stays_here(tmp_path: P
     here, log = os.getpid(), str(tmp_path / "log")
     files = _files(tmp_path, [10, 500, 20, 400, 30, 300, 40, 1000])
     items = [(p, (here, log, n == 7)) for n, (p, _) in enumerate(files)]
-    again_items = [(p, (here, log, n == 1)) for n, (p, _) in enumerate(files[:3])]
+    again_log = str(tmp_path / "again")
+    again_items = [(p, (here, again_log, n == 1)) for n, (p, _) in enumerate(files[:3])]
     with Pool(2, min_bytes=0) as pool:
         outcomes = list(pool(_worker_first, Job(), items, 2))
         again = list(pool(_worker_first, Job(), again_items, 2))
