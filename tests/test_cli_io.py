@@ -261,8 +261,9 @@ def test_default_jobs_start_no_pool_for_little_parsing(
         def __init__(self, *args: object, **kwargs: object) -> None:
             raise AssertionError("a process pool was started")
 
-    monkeypatch.setattr("concurrent.futures.ProcessPoolExecutor", NoPool)
+    monkeypatch.setattr("lint_rules.cli.workers.fork_workers", NoPool)
     monkeypatch.setattr(running, "default_cpus", lambda since=None: 4, raising=False)
+    monkeypatch.setattr("lint_rules.cli.cpus.default_cpus", lambda since=None: 4)
     monkeypatch.chdir(tree)
     assert main(["check", "--no-cache", "--quiet", "."]) == 1
 

@@ -4,7 +4,6 @@ files dealt largest first, outcomes in the order of the files, workers ended on 
 from __future__ import annotations
 
 import os
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -29,24 +28,48 @@ def _files(folder: Path, sizes: list[int]) -> list[tuple[str, None]]:
     return items
 
 
+def _worker_first(
+    job: Job, path: str, settings: Any, source: Any = None, project: Any = None
+) -> Outcome:
+    """``settings``: this process's id, a log (one per parse) and whether to wait. A worker
+    notes each file it judges in the log; this process, on a file it must wait on, waits
+    until a worker noted one (so that the worker draws while this process holds its file)."""
+    here, log, wait = settings
+    if os.getpid() != here:
+        with open(log, "a") as handle:
+            handle.write(f"{path}\n")
+    elif wait:
+        deadline = time.monotonic() + 60
+        while not _lines(log) and time.monotonic() < deadline:
+            time.sleep(0.005)
+    return Outcome(path, error=str(os.getpid()))
+
+
+def _lines(log: str) -> int:
+    return len(Path(log).read_text().splitlines()) if os.path.exists(log) else 0
+
+
 def test_outcomes_come_in_file_order_and_the_largest_file_stays_here(tmp_path: Path) -> None:
-    items = _files(tmp_path, [10, 500, 20, 400, 30, 300, 40, 1000])
+    here, log = os.getpid(), str(tmp_path / "log")
+    files = _files(tmp_path, [10, 500, 20, 400, 30, 300, 40, 1000])
+    items = [(p, (here, log, n == 7)) for n, (p, _) in enumerate(files)]
+    again_log = str(tmp_path / "again")
+    again_items = [(p, (here, again_log, n == 1)) for n, (p, _) in enumerate(files[:3])]
     with Pool(2, min_bytes=0) as pool:
-        outcomes = list(pool(_whose, Job(), items, 2))
-        again = list(pool(_whose, Job(), items[:3], 2))
+        outcomes = list(pool(_worker_first, Job(), items, 2))
+        again = list(pool(_worker_first, Job(), again_items, 2))
     assert [o.path for o in outcomes] == [path for path, _ in items]
-    here = str(os.getpid())
-    assert outcomes[7].error == here  # the largest: this process, which can keep its analysis
-    assert outcomes[1].error != here  # the next: dealt to the worker before this process began
+    assert outcomes[7].error == str(here)  # the largest: this process, which can keep it
+    assert outcomes[1].error != str(here)  # the next: drawn by the worker meanwhile
     assert [o.path for o in again] == [path for path, _ in items[:3]]
-    assert again[1].error == here and again[2].error == outcomes[1].error  # the same worker
+    assert again[1].error == str(here) and again[2].error == outcomes[1].error  # the same worker
 
 
 def test_no_worker_is_forked_for_little_to_parse(tmp_path: Path) -> None:
     items = _files(tmp_path, [10, 20, 30])
     with Pool(2, min_bytes=1000) as pool:
         outcomes = list(pool(_whose, Job(), items, 2))
-        assert pool._executor is None
+        assert pool.pids() == []
     assert {o.error for o in outcomes} == {str(os.getpid())}
 
 
@@ -54,7 +77,7 @@ def test_one_worker_allowed_means_none_forked(tmp_path: Path) -> None:
     items = _files(tmp_path, [10, 20, 30])
     with Pool(2, min_bytes=0) as pool:
         outcomes = list(pool(_whose, Job(), items, 1))
-        assert pool._executor is None
+        assert pool.pids() == []
     assert {o.error for o in outcomes} == {str(os.getpid())}
 
 
@@ -66,16 +89,16 @@ def test_an_exception_ends_the_workers_without_joining(
     pool = Pool(2, min_bytes=0)
     with pytest.raises(KeyboardInterrupt), pool:
         list(pool(_whose, Job(), items, 2))
-        processes = list(pool._executor._processes.values())
+        processes = pool.pids()
+        assert processes
         raise KeyboardInterrupt
     assert running.POOL_INTERRUPTED
     deadline = time.monotonic() + 30
-    for process in processes:
-        # The executor's own thread reaps its workers too: a join racing it can see the
-        # process gone from the kernel (ECHILD) before its return code is recorded.
-        while process.is_alive() and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert not process.is_alive()
+    for pid in processes:
+        while os.waitpid(pid, os.WNOHANG) == (0, 0) and time.monotonic() < deadline:
+            time.sleep(0.02)  # ended by SIGTERM, not joined: reaped here
+        with pytest.raises(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)
 
 
 def _slow_away(
@@ -83,21 +106,40 @@ def _slow_away(
 ) -> Outcome:
     """A worker is slow (a loaded machine): this process is not."""
     if os.getpid() != settings:
-        import time
-
         time.sleep(1.0)
     return Outcome(path, error=str(os.getpid()))
 
 
-def test_files_queued_for_a_busy_worker_are_taken_back(tmp_path: Path) -> None:
+def test_no_file_waits_for_a_busy_worker(tmp_path: Path) -> None:
+    """Every process draws the next file from one queue when it is free: a slow worker holds
+    up only the file it began, and this process judges every other one."""
     here = os.getpid()
-    items = [(path, here) for path, _ in _files(tmp_path, [300, 200, 100])]
+    items = [(path, here) for path, _ in _files(tmp_path, [300, 200, 100, 90, 80, 70, 60, 50])]
     with Pool(2, min_bytes=0) as pool:
         outcomes = list(pool(_slow_away, Job(), items, 2))
     assert [o.path for o in outcomes] == [path for path, _ in items]
     assert outcomes[0].error == str(here)  # the largest
-    assert outcomes[1].error != str(here)  # the worker's first
-    assert outcomes[2].error == str(here)  # queued behind it: taken back, not waited for
+    assert len([o for o in outcomes if o.error != str(here)]) <= 1
+
+
+def _dies_away(
+    job: Job, path: str, settings: Any, source: Any = None, project: Any = None
+) -> Outcome:
+    """A worker dies on the first file it takes."""
+    if os.getpid() != settings:
+        os._exit(3)
+    time.sleep(0.05)  # long enough for the worker to take one
+    return Outcome(path, error=str(os.getpid()))
+
+
+def test_the_files_of_a_worker_that_died_are_judged_here(tmp_path: Path) -> None:
+    here = os.getpid()
+    items = [(path, here) for path, _ in _files(tmp_path, [300, 200, 100, 90])]
+    with Pool(2, min_bytes=0) as pool:
+        outcomes = list(pool(_dies_away, Job(), items, 2))
+        again = list(pool(_dies_away, Job(), items, 2))  # no worker left: all here
+    assert [o.path for o in outcomes] == [path for path, _ in items]
+    assert {o.error for o in outcomes + again} == {str(here)}
 
 
 def test_a_first_analysis_kept_by_a_worker_is_judged_again_there(
@@ -141,40 +183,33 @@ def test_a_first_analysis_kept_by_a_worker_is_judged_again_there(
     assert (pooled.returncode, pooled.stdout) == (alone.returncode, alone.stdout)
 
 
-def _slow_here(
-    job: Job, path: str, settings: Any, source: Any = None, project: Any = None
-) -> Outcome:
-    """This process is slow (it judges the largest files): the worker is not."""
-    if os.getpid() == settings:
-        import time
+def test_each_file_is_judged_once_and_no_thread_runs(tmp_path: Path) -> None:
+    """No file is judged twice (none is taken back from a worker that may have begun it), and
+    the pool runs no thread in this process (so none competes with its analysis for the
+    interpreter) and leaves the collector as it found it."""
+    import gc
+    import threading
 
-        time.sleep(0.1)
-    return Outcome(path, error=str(os.getpid()))
-
-
-def test_small_files_go_to_a_worker_together_but_the_last_one_by_one(tmp_path: Path) -> None:
-    """Each task costs the pool's threads and the worker about as much as a few KB of source:
-    small files are sent together (``CHUNK_BYTES``, ``CHUNK_FILES``), the last ones alone, so
-    that those queued for a busy worker can still be taken back one by one."""
-    here = os.getpid()
-    items = [(path, here) for path, _ in _files(tmp_path, [100 + n for n in range(60)])]
-    sent: list[int] = []
+    here, log = os.getpid(), str(tmp_path / "log")
+    files = _files(tmp_path, [100 + n for n in range(60)])
+    items = [(path, (here, log, n == 59)) for n, (path, _) in enumerate(files)]
     with Pool(2, min_bytes=0) as pool:
-        executor = pool._start(False)
-        submit = executor.submit
-        executor.submit = lambda fn, chunk: sent.append(len(chunk)) or submit(fn, chunk)
-        outcomes = list(pool(_slow_here, Job(), items, 2))
-        assert sys.getswitchinterval() <= running.SWITCH_INTERVAL  # the pool's threads wait less
+        outcomes = list(pool(_worker_first, Job(), items, 2))
+        assert threading.active_count() == 1
+    assert gc.get_freeze_count() == 0
     assert [o.path for o in outcomes] == [path for path, _ in items]
-    away = [o for o in outcomes if o.error != str(here)]
-    assert sum(sent) >= len(away) > len(sent)  # fewer tasks than files judged away
-    assert max(sent) == running.CHUNK_FILES
-    assert sent[-1] == 1
+    away = Path(log).read_text().splitlines()  # judged by the worker
+    here_judged = [o.path for o in outcomes if o.error == str(here)]
+    assert sorted(away + here_judged) == sorted(path for path, _ in items)  # each once
+    assert away and here_judged  # both drew files
 
 
-def test_the_switch_interval_is_given_back_with_the_pool(tmp_path: Path) -> None:
-    before = sys.getswitchinterval()
+def test_a_parse_left_at_its_last_outcome_closes_after_the_pool(tmp_path: Path) -> None:
+    """``zip`` stops at its shortest input: a parse is left suspended at its last outcome and
+    closed later, when the pool may be gone."""
+    items = _files(tmp_path, [10, 20, 30, 40])
     with Pool(2, min_bytes=0) as pool:
-        list(pool(_whose, Job(), _files(tmp_path, [10, 20, 30]), 2))
-        assert sys.getswitchinterval() < before
-    assert sys.getswitchinterval() == before
+        stream = pool(_whose, Job(), items, 2)
+        outcomes = [next(stream) for _ in items]
+    stream.close()
+    assert [o.path for o in outcomes] == [path for path, _ in items]

@@ -58,9 +58,11 @@ __all__ = [
     "shown_path",
 ]
 
-POOL_MIN_BYTES = 400_000
-"""Below this many bytes to parse, a process pool costs more than it saves (2-core machine:
-pool start-up and imports about 60 ms; parsing and analysis about 3 MB/s per core)."""
+POOL_MIN_BYTES = 100_000
+"""Below this many bytes to parse beside the largest file, a process pool costs more than it
+saves (2-core machine, ``benchmarks/pool_breakeven.py``: a forked pool of two pays from about
+60 KB of small generated files, by 9% at 109 KB, 14% at 221 KB; nemo_toolkit parses two files
+of 75 KB and 44 KB first, and a pool there was 3% slower than none)."""
 
 
 @guarded
@@ -173,15 +175,10 @@ POOL_INTERRUPTED = False
 @contextlib.contextmanager
 def _reaped(pool: Any) -> Iterator[None]:
     """While the pool runs: SIGTERM, SIGHUP and SIGINT end its workers first, then do what
-    they did before (the workers would otherwise stay blocked on the call queue, holding the
-    run's stdout, or hang Ctrl-C in multiprocessing's exit join); so does any exception."""
+    they did before (the workers would otherwise stay blocked on their task pipes, holding the
+    run's stdout); so does any exception. ``pool.terminate()`` ends the workers."""
     import signal
     import threading
-
-    def reap() -> None:
-        for process in list((getattr(pool, "_processes", None) or {}).values()):
-            with contextlib.suppress(Exception):
-                process.terminate()  # SIGTERM: a writing worker finishes its rename first
 
     owner = os.getpid()
     previous: dict[int, Any] = {}
@@ -190,7 +187,7 @@ def _reaped(pool: Any) -> Iterator[None]:
         if os.getpid() == owner:
             global POOL_INTERRUPTED
             POOL_INTERRUPTED = True  # its workers are gone: nothing to join at exit
-            reap()
+            pool.terminate()
         old = previous.get(signum, signal.SIG_DFL)
         if callable(old):
             old(signum, frame)
@@ -209,8 +206,7 @@ def _reaped(pool: Any) -> Iterator[None]:
     except BaseException:
         global POOL_INTERRUPTED
         POOL_INTERRUPTED = True  # the console script then exits without joining the pool
-        reap()
-        pool.shutdown(wait=False, cancel_futures=True)
+        pool.terminate()
         raise
     finally:
         for signum, old in previous.items():
@@ -235,22 +231,19 @@ def _remote_task(work: Work, job: Job, item: tuple[Any, ...]) -> tuple[Outcome, 
     return outcome, keep_here(path, item[2] if len(item) > 2 else None, outcome)
 
 
-def _remote_tasks(
-    work: Work, job: Job, items: Sequence[tuple[Any, ...]]
-) -> list[tuple[Outcome, bool]]:
-    """``_remote_task`` for each of a few small files sent together."""
-    return [_remote_task(work, job, item) for item in items]
-
-
 def pool_size(plan: Plan, jobs: int | None, cpus: int | None = None) -> int:
     """Workers for the parse pass (this process counts as one): ``--jobs`` when given, else
     the idle cores (``cpus``, or ``default_cpus`` over the first pass), and only when the
-    bytes to parse are enough to pay for a pool."""
+    bytes to parse beside the largest file (which one process judges whole) are enough to pay
+    for a pool."""
     if len(plan.to_parse) <= 1:
         return 1
     if jobs is not None:
         return max(1, min(jobs, len(plan.to_parse)))
     if plan.bytes_to_parse < POOL_MIN_BYTES:
+        return 1
+    largest = max(_size(path) for path, *_ in plan.to_parse)
+    if plan.bytes_to_parse - largest < POOL_MIN_BYTES:
         return 1
     if cpus is None:
         cpus = default_cpus(plan.started)
@@ -294,35 +287,18 @@ PRELOAD = (
 process, not by every worker (a worker then pays from a few hundred KB of source)."""
 
 
-SWITCH_INTERVAL = 0.0005
-"""While the pool runs, the longest this process's analysis holds the interpreter when the
-pool's threads (``concurrent.futures``: they pass files to the workers and take their outcomes
-back) wait for it: at Python's 5 ms, a worker judging small files waited for those threads
-between its files, and judged half as many files as this process."""
-
-AHEAD = 4
-"""Tasks queued for each worker at least (those it has not begun are taken back at the end)."""
-
-CHUNK_BYTES = 32_000
-"""Small files go to a worker together, up to this many bytes in one task: each task costs
-this process's threads and the worker about as much as judging a few KB of source."""
-CHUNK_FILES = 8
-"""Files in one task at most: a task queued for a worker can be taken back only whole."""
-
-
 class Pool:
-    """The worker processes of one run: started by fork on the first parse that has two
-    files or more for them, after the analysis core is imported, and kept for every later
-    parse of the run (the cross-file run parses in several passes); ended with the run.
+    """The worker processes of one run: forked on the first parse that has two files or more
+    for them, after the analysis core is imported, and kept for every later parse of the run
+    (the cross-file run parses in several passes); ended with the run.
 
     ``workers`` counts this process: it judges files too (so on two cores one worker is
     forked), and a first analysis it keeps can be judged again without being redone
-    (``analysis.run``). Files are dealt largest first, so that the last to finish are small:
-    this process takes the largest file left, after handing each worker the next ones (``AHEAD``
-    tasks, small files together (``CHUNK_BYTES``), or twice the bytes of its own file if that is
-    more); outcomes come back in the order
-    of the files; with no file left to deal, this process takes back the files still queued
-    for a busy worker rather than wait. A worker returns only the ``Outcome``."""
+    (``analysis.run``). Every process of the pool draws the files of a parse from one queue,
+    largest first (``cli.workers``): this process takes the largest, the others the next ones,
+    and each the largest left whenever it is free, so that the last to finish are small, no
+    process waits for a file another has not begun, and no file is judged twice. Outcomes come
+    back in the order of the files. A worker returns only the ``Outcome``."""
 
     def __init__(self, workers: int, write: bool = False, min_bytes: int = POOL_MIN_BYTES) -> None:
         self.workers = max(1, workers)
@@ -330,9 +306,12 @@ class Pool:
         self.min_bytes = min_bytes
         """The bytes of one parse below which no worker is forked for it (0 with ``--jobs``:
         always); once forked, the workers serve every later parse of the run."""
-        self._executor: Any = None
+        self._workers: list[Any] | None = None
+        self._tickets: tuple[int, int] | None = None
         self._reaping: Any = None
-        self._interval: float | None = None
+        self._calls = 0
+        self._keeper: dict[str, int] = {}
+        """Which worker kept the first analysis of a file (``filework.KEPT``), by path."""
 
     def __enter__(self) -> Pool:
         return self
@@ -340,126 +319,227 @@ class Pool:
     def __exit__(self, kind: Any, error: Any, trace: Any) -> None:
         """Join the workers; after an exception (Ctrl-C, a signal, a generator closed
         early), end them without joining (``_reaped``, ``POOL_INTERRUPTED``)."""
-        if self._executor is None:
+        if self._workers is None:
             return
-        executor, reaping = self._executor, self._reaping
-        self._executor = self._reaping = None
-        if self._interval is not None:
-            sys.setswitchinterval(self._interval)
-            self._interval = None
+        workers, reaping = self._workers, self._reaping
+        self._reaping = None
         if kind is None:
-            try:
-                executor.shutdown(wait=True)
-            except BaseException as failure:
-                reaping.__exit__(type(failure), failure, failure.__traceback__)
-                raise
-        reaping.__exit__(kind, error, trace)
+            for worker in workers:
+                worker.close()  # its task pipe ends: the worker ends
+            for worker in workers:
+                with contextlib.suppress(OSError):
+                    os.waitpid(worker.pid, 0)
+        try:
+            reaping.__exit__(kind, error, trace)
+        finally:
+            self._close()
 
-    def _start(self, write: bool) -> Any:
-        if self._executor is None:
+    def terminate(self) -> None:
+        """End the workers now (SIGTERM: a writing worker finishes its rename first)."""
+        import signal
+
+        for worker in self._workers or ():
+            with contextlib.suppress(OSError):
+                os.kill(worker.pid, signal.SIGTERM)
+
+    def _close(self) -> None:
+        import gc
+
+        for worker in self._workers or ():
+            worker.close()
+        for fd in self._tickets or ():
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self._workers = None
+        self._tickets = None
+        gc.unfreeze()
+
+    def pids(self) -> list[int]:
+        """The workers' process ids (none before the first parse that forks them)."""
+        return [worker.pid for worker in self._workers or ()]
+
+    def _start(self, write: bool) -> list[Any]:
+        if self._workers is None:
+            import gc
             import importlib
-            from concurrent.futures import ProcessPoolExecutor
+
+            from lint_rules.cli import workers
 
             for name in PRELOAD:
                 importlib.import_module(name)
             init = functools.partial(_worker_init, write or self.write, os.getpid())
-            executor = ProcessPoolExecutor(max_workers=self.workers - 1, initializer=init)
-            reaping = _reaped(executor)
+            self._tickets = workers.pipe()
+            os.set_blocking(self._tickets[0], False)
+            # What is alive now is shared with the workers: the collector leaves it alone, so
+            # that neither process copies its pages only to mark them (unfrozen at the end).
+            gc.freeze()
+            self._workers = workers.fork_workers(
+                self.workers - 1, self._tickets, init, _remote_task
+            )
+            reaping = _reaped(self)
             reaping.__enter__()
-            self._executor, self._reaping = executor, reaping
-            self._interval = sys.getswitchinterval()
-            sys.setswitchinterval(min(self._interval, SWITCH_INTERVAL))
-        return self._executor
+            self._reaping = reaping
+        return self._workers
 
     def __call__(
         self, work: Work, job: Job, items: Sequence[tuple[Any, ...]], workers: int
     ) -> Iterator[Outcome]:
         """Each item's outcome, in order (``analysis.run.Parse``)."""
         task = functools.partial(_task, work, job)
-        if work is rejudge_kept and self._executor is not None:
-            yield from self._kept_elsewhere(job, items)  # where their analyses are
+        if work is rejudge_kept and self._workers is not None:
+            yield from self._serve(job, work, items, self._workers, kept=True)
             return
-        helpers = min(workers, self.workers) - 1
+        helpers = min(workers, self.workers) - 1 if hasattr(os, "fork") else 0  # not Windows
         sizes = [_size(item[0]) for item in items] if helpers >= 1 else []
-        if len(sizes) <= 1 or (self._executor is None and sum(sizes) < self.min_bytes):
+        if len(sizes) <= 1 or (self._workers is None and sum(sizes) - max(sizes) < self.min_bytes):
             yield from map(task, items)
             return
-        from concurrent.futures import FIRST_COMPLETED, wait
+        chosen = self._start(job.mode == "write")[:helpers]
+        from lint_rules.cli.workers import TICKET, capacity
 
-        executor = self._start(job.mode == "write")
-        remote = functools.partial(_remote_tasks, work, job)
+        assert self._tickets is not None
+        most = max(2, capacity(self._tickets[1]) // TICKET.size)
+        for at in range(0, len(items), most):  # a pipe's worth of tickets at a time
+            part = items[at : at + most]
+            yield from self._serve(job, work, part, chosen, sizes=sizes[at : at + most])
 
-        def received(future: Any) -> None:
-            """A worker's outcomes; the run's view of a file learns that the worker kept its
-            analysis (``filework.ELSEWHERE``)."""
-            for at, (outcome, kept) in zip(running.pop(future), future.result()):
-                results[at] = outcome
-                if kept:
-                    items[at][2].kept = ELSEWHERE
+    def _serve(
+        self,
+        job: Job,
+        work: Work,
+        items: Sequence[tuple[Any, ...]],
+        chosen: list[Any],
+        sizes: list[int] | None = None,
+        kept: bool = False,
+    ) -> Iterator[Outcome]:
+        """One call: with ``sizes``, every process draws the items from one queue, largest
+        first, this process the largest; with ``kept``, each item whose first analysis a
+        worker kept goes to that worker, the others to the first worker (never here, where it
+        would be analysed in full)."""
+        from lint_rules.cli import workers as pipes
 
-        order = sorted(range(len(items)), key=lambda n: -sizes[n])
+        self._calls += 1
+        call = self._calls
+        assert self._tickets is not None
         results: dict[int, Outcome] = {}
-        running: dict[Any, list[int]] = {}
-        dealt = given = 0
-
-        def deal(ahead: int) -> None:
-            """Keep each worker ``AHEAD`` tasks ahead, and twice the bytes this process is
-            about to judge (``ahead``), so that no worker waits for this process to deal
-            again (a worker's outcome reaches this process only between its own files). Small
-            files go together (``CHUNK_BYTES``), but the last ones one by one."""
-            nonlocal dealt
-            while dealt < len(order) and (
-                len(running) < AHEAD * helpers
-                or sum(sizes[at] for chunk in running.values() for at in chunk)
-                < 2 * helpers * ahead
-            ):
-                chunk, size = [order[dealt]], sizes[order[dealt]]
-                dealt += 1
-                while (
-                    len(order) - dealt > 2 * AHEAD * helpers
-                    and size + sizes[order[dealt]] <= CHUNK_BYTES
-                    and len(chunk) < CHUNK_FILES
-                ):
-                    chunk.append(order[dealt])
-                    size += sizes[order[dealt]]
-                    dealt += 1
-                running[executor.submit(remote, [items[at] for at in chunk])] = chunk
-
-        while given < len(items):
-            for future in [f for f in running if f.done()]:
-                received(future)
-            while given in results:
-                yield results.pop(given)
-                given += 1
-            if given == len(items):
-                break
-            if dealt < len(order):  # this process takes the largest file left, the workers
-                mine = order[dealt]  # the next ones
-                dealt += 1
-                deal(sizes[mine])
-                results[mine] = task(items[mine])
-            elif len(running) > helpers and job.mode != "write":
-                # nothing left to deal: files still queued for a busy worker (the last
-                # dealt) are judged here, not waited for; a worker that reaches them judges
-                # them for nothing (never a file that is written)
-                future = next(reversed(running))
-                future.cancel()
-                for at in running.pop(future):
-                    results[at] = task(items[at])
+        mine: list[int] = []
+        if kept:
+            given: dict[int, list[int]] = {n: [] for n in range(len(chosen))}
+            for place, item in enumerate(items):
+                keeper = self._keeper.get(item[0], 0)
+                given[keeper if keeper < len(chosen) else 0].append(place)
+            busy = []
+            for n, places in given.items():
+                if places and chosen[n].alive:
+                    pipes.send(chosen[n].tasks, (call, work, job, items, places))
+                    busy.append(chosen[n])
+                else:
+                    mine.extend(places)
+        else:
+            assert sizes is not None
+            order = sorted(range(len(items)), key=lambda n: -sizes[n])
+            busy = [worker for worker in chosen if worker.alive]
+            if busy:
+                mine.append(order[0])
+                tickets = b"".join(pipes.TICKET.pack(n) for n in order[1:])
+                pipes.write_all(self._tickets[1], tickets)  # before the call: none is missed
+                for worker in busy:
+                    pipes.send(worker.tasks, (call, work, job, items, None))
             else:
-                wait(list(running), return_when=FIRST_COMPLETED)
+                mine = order
+        waiting = {worker.pid for worker in busy}
+        try:
+            yield from self._collect(call, work, job, items, results, mine, busy, waiting)
+        except GeneratorExit:  # closed early: the call ends before the next one begins
+            if self._tickets is not None and (waiting or len(results) < len(items)):
+                while pipes.draw(self._tickets[0]) is not None:
+                    pass
+                while waiting:
+                    self._gather(call, items, results, busy, waiting, block=True)
+            raise
 
-    def _kept_elsewhere(self, job: Job, items: Sequence[tuple[Any, ...]]) -> Iterator[Outcome]:
-        """Files whose first analysis a worker kept, judged again by the workers (the one that
-        kept a file judges it again; another analyses it in full): never here, where it would
-        be analysed in full. Outcomes in order."""
-        remote = functools.partial(_remote_task, rejudge_kept, job)
-        futures = [self._executor.submit(remote, item) for item in items]
-        for item, future in zip(items, futures):
-            outcome, kept = future.result()
-            if kept:
-                item[2].kept = ELSEWHERE
-            yield outcome
+    def _collect(
+        self,
+        call: int,
+        work: Work,
+        job: Job,
+        items: Sequence[tuple[Any, ...]],
+        results: dict[int, Outcome],
+        mine: list[int],
+        busy: list[Any],
+        waiting: set[int],
+    ) -> Iterator[Outcome]:
+        from lint_rules.cli import workers as pipes
+
+        task = functools.partial(_task, work, job)
+        given = 0
+        drawing = bool(busy) and work is not rejudge_kept
+        mine.reverse()  # taken from the end: the first first
+        assert self._tickets is not None
+        while given < len(items):
+            place: int | None
+            if mine:
+                place = mine.pop()
+            elif drawing:
+                place = pipes.draw(self._tickets[0])
+                drawing = place is not None
+            else:
+                place = None
+            if place is not None:
+                results[place] = task(items[place])
+            self._gather(call, items, results, busy, waiting, block=place is None)
+            if place is None and not waiting:  # every worker done: what none sent back
+                for at in range(len(items)):  # (a worker that died) is judged here
+                    if at not in results:
+                        results[at] = task(items[at])
+            while len(results) == len(items) and waiting:  # the call ends with its outcomes
+                self._gather(call, items, results, busy, waiting, block=True)
+            while given in results:
+                yield results[given]
+                given += 1
+
+    def _gather(
+        self,
+        call: int,
+        items: Sequence[tuple[Any, ...]],
+        results: dict[int, Outcome],
+        busy: list[Any],
+        waiting: set[int],
+        block: bool,
+    ) -> None:
+        """The outcomes the workers sent so far (``block``: at least one message, unless every
+        worker is done with the call); a worker whose pipe ended is done."""
+        while True:
+            got = False
+            for worker in busy:
+                if worker.pid not in waiting:
+                    continue
+                for message in worker.inbox.read():
+                    sent, place, result = message
+                    if sent != call:
+                        continue
+                    got = True
+                    if place < 0:
+                        waiting.discard(worker.pid)
+                        continue
+                    outcome, kept = result
+                    results[place] = outcome
+                    path = items[place][0]
+                    if kept:
+                        items[place][2].kept = ELSEWHERE
+                        self._keeper[path] = worker.index
+                    else:
+                        self._keeper.pop(path, None)
+                if worker.inbox.closed and worker.pid in waiting:
+                    worker.alive = False
+                    waiting.discard(worker.pid)
+                    got = True
+            if not block or got or not waiting:
+                return
+            import select
+
+            fds = [w.inbox.fd for w in busy if w.pid in waiting]
+            select.select(fds, [], [])
 
 
 def _size(path: str) -> int:
