@@ -213,3 +213,33 @@ def test_a_parse_left_at_its_last_outcome_closes_after_the_pool(tmp_path: Path) 
         outcomes = [next(stream) for _ in items]
     stream.close()
     assert [o.path for o in outcomes] == [path for path, _ in items]
+
+
+@pytest.mark.parametrize("kept", [False, True], ids=["drawn", "kept"])
+def test_a_worker_that_died_between_parses_leaves_the_next_one_here(
+    tmp_path: Path, kept: bool
+) -> None:
+    """A worker killed while idle between two parses of a run (the OOM killer, a user's
+    ``kill``): the next parse cannot be handed to it (its task pipe is closed), so its files
+    are judged here; the run does not fail on the closed pipe."""
+    import signal
+
+    from lint_rules.analysis.filework import rejudge_kept
+    from lint_rules.settings import Settings
+
+    here = os.getpid()
+    items = [(path, here) for path, _ in _files(tmp_path, [300, 200, 100, 90])]
+    with Pool(2, min_bytes=0) as pool:
+        list(pool(_whose, Job(), items, 2))
+        (pid,) = pool.pids()
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        if kept:  # a second pass of a cross-file run: each file to the worker that kept it
+            again = list(pool(rejudge_kept, Job(), [(p, Settings(), None) for p, _ in items], 2))
+        else:
+            again = list(pool(_whose, Job(), items, 2))
+    assert [o.path for o in again] == [path for path, _ in items]
+    if not kept:
+        assert {o.error for o in again} == {str(here)}
+    else:
+        assert all(o.error is None for o in again)

@@ -430,8 +430,7 @@ class Pool:
                 given[keeper if keeper < len(chosen) else 0].append(place)
             busy = []
             for n, places in given.items():
-                if places and chosen[n].alive:
-                    pipes.send(chosen[n].tasks, (call, work, job, items, places))
+                if places and chosen[n].alive and chosen[n].give((call, work, job, items, places)):
                     busy.append(chosen[n])
                 else:
                     mine.extend(places)
@@ -440,13 +439,13 @@ class Pool:
             order = sorted(range(len(items)), key=lambda n: -sizes[n])
             busy = [worker for worker in chosen if worker.alive]
             if busy:
-                mine.append(order[0])
                 tickets = b"".join(pipes.TICKET.pack(n) for n in order[1:])
                 pipes.write_all(self._tickets[1], tickets)  # before the call: none is missed
-                for worker in busy:
-                    pipes.send(worker.tasks, (call, work, job, items, None))
-            else:
-                mine = order
+                busy = [w for w in busy if w.give((call, work, job, items, None))]
+                if not busy:  # none could take the call: its tickets are this process's
+                    while pipes.draw(self._tickets[0]) is not None:
+                        pass
+            mine = order[:1] if busy else order
         waiting = {worker.pid for worker in busy}
         try:
             yield from self._collect(call, work, job, items, results, mine, busy, waiting)

@@ -178,6 +178,16 @@ class Worker:
         self.inbox = inbox
         self.alive = True
 
+    def give(self, message: Any) -> bool:
+        """Send it a call; False when it cannot take one (its task pipe is closed: it died,
+        between calls as well), and it is then no longer alive."""
+        try:
+            send(self.tasks, message)
+        except OSError:  # EPIPE: its files are judged by the run's process
+            self.alive = False
+            return False
+        return True
+
     def close(self) -> None:
         """Close both pipes (once)."""
         for fd in (self.tasks, self.inbox.fd):
