@@ -243,3 +243,35 @@ def test_a_worker_that_died_between_parses_leaves_the_next_one_here(
         assert {o.error for o in again} == {str(here)}
     else:
         assert all(o.error is None for o in again)
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts open files in /proc")
+@pytest.mark.parametrize("forked", [0, 1], ids=["none", "one of two"])
+def test_a_fork_that_fails_leaves_fewer_workers_and_nothing_held(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, forked: int
+) -> None:
+    """``os.fork`` refused (EAGAIN: a container's process limit, ENOMEM): the run goes on
+    with the workers it could start (none: all here), and leaves no pipe open and the
+    collector unfrozen."""
+    import gc
+
+    real, started = os.fork, []
+
+    def fork() -> int:
+        if len(started) >= forked:
+            raise BlockingIOError(11, "Resource temporarily unavailable")
+        pid = real()
+        if pid:
+            started.append(pid)
+        return pid
+
+    here = os.getpid()
+    items = [(path, here) for path, _ in _files(tmp_path, [300, 200, 100, 90])]
+    open_before = len(os.listdir("/proc/self/fd"))
+    monkeypatch.setattr(os, "fork", fork)
+    with Pool(3, min_bytes=0) as pool:
+        outcomes = list(pool(_whose, Job(), items, 3))
+        assert pool.pids() == started
+    assert [o.path for o in outcomes] == [path for path, _ in items]
+    assert gc.get_freeze_count() == 0
+    assert len(os.listdir("/proc/self/fd")) == open_before

@@ -201,7 +201,8 @@ def fork_workers(
     count: int, ticket_pipe: tuple[int, int], init: Callable[[], None], judge: Any
 ) -> list[Worker]:
     """``count`` workers, each running ``init`` then ``serve``; a worker that fails at its
-    start simply ends (its calls are then judged by the run's process)."""
+    start simply ends (its calls are then judged by the run's process). Fewer when the system
+    refuses a fork (a process limit, memory): the run goes on with those it has."""
     import sys
 
     for stream in (sys.stdout, sys.stderr):  # nothing buffered here is written twice
@@ -211,7 +212,12 @@ def fork_workers(
     for _ in range(count):
         task_read, task_write = pipe()
         result_read, result_write = pipe()
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError:  # EAGAIN, ENOMEM: no more workers
+            for fd in (task_read, task_write, result_read, result_write):
+                os.close(fd)
+            break
         if pid == 0:  # the worker: never returns
             code = 0
             try:
