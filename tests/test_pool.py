@@ -275,3 +275,30 @@ def test_a_fork_that_fails_leaves_fewer_workers_and_nothing_held(
     assert [o.path for o in outcomes] == [path for path, _ in items]
     assert gc.get_freeze_count() == 0
     assert len(os.listdir("/proc/self/fd")) == open_before
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts open files in /proc")
+def test_too_many_open_files_leaves_fewer_workers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pipes of a worker refused (EMFILE: ``ulimit -n`` under ``--jobs`` of many): the run
+    goes on with the workers it could start, not ``cannot write: Too many open files``."""
+    import errno
+
+    real, made = os.pipe, []
+
+    def pipe() -> tuple[int, int]:
+        if len(made) >= 3:  # the queue's, then one worker's two
+            raise OSError(errno.EMFILE, "Too many open files")
+        made.append(1)
+        return real()
+
+    here = os.getpid()
+    items = [(path, here) for path, _ in _files(tmp_path, [300, 200, 100, 90])]
+    open_before = len(os.listdir("/proc/self/fd"))
+    monkeypatch.setattr(os, "pipe", pipe)
+    with Pool(3, min_bytes=0) as pool:
+        outcomes = list(pool(_whose, Job(), items, 3))
+        assert len(pool.pids()) == 1
+    assert [o.path for o in outcomes] == [path for path, _ in items]
+    assert len(os.listdir("/proc/self/fd")) == open_before

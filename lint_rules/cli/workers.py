@@ -202,7 +202,8 @@ def fork_workers(
 ) -> list[Worker]:
     """``count`` workers, each running ``init`` then ``serve``; a worker that fails at its
     start simply ends (its calls are then judged by the run's process). Fewer when the system
-    refuses a fork (a process limit, memory): the run goes on with those it has."""
+    refuses a fork or a pipe (a process limit, memory, ``ulimit -n``): the run goes on with
+    those it has."""
     import sys
 
     for stream in (sys.stdout, sys.stderr):  # nothing buffered here is written twice
@@ -210,14 +211,16 @@ def fork_workers(
             stream.flush()
     workers: list[Worker] = []
     for _ in range(count):
-        task_read, task_write = pipe()
-        result_read, result_write = pipe()
+        fds: list[int] = []
         try:
+            fds += pipe()
+            fds += pipe()
             pid = os.fork()
-        except OSError:  # EAGAIN, ENOMEM: no more workers
-            for fd in (task_read, task_write, result_read, result_write):
+        except OSError:  # EMFILE, EAGAIN, ENOMEM: no more workers
+            for fd in fds:
                 os.close(fd)
             break
+        task_read, task_write, result_read, result_write = fds
         if pid == 0:  # the worker: never returns
             code = 0
             try:
