@@ -302,3 +302,36 @@ def test_too_many_open_files_leaves_fewer_workers(
         assert len(pool.pids()) == 1
     assert [o.path for o in outcomes] == [path for path, _ in items]
     assert len(os.listdir("/proc/self/fd")) == open_before
+
+
+def _away_slowly(
+    job: Job, path: str, settings: Any, source: Any = None, project: Any = None
+) -> Outcome:
+    """A worker takes a while: this process, done first, waits for its outcomes."""
+    if os.getpid() != settings:
+        time.sleep(0.2)
+    return Outcome(path, error=str(os.getpid()))
+
+
+def test_workers_whose_pipes_are_numbered_past_1024_are_waited_on(tmp_path: Path) -> None:
+    """A process with many files open (a long-lived host, ``--jobs`` in the hundreds): the
+    pipes of the workers get numbers ``select`` cannot wait on (FD_SETSIZE, 1024)."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 1200:
+        pytest.skip("cannot open 1100 files")
+    here = os.getpid()
+    items = [(path, here) for path, _ in _files(tmp_path, [300, 200, 100, 90])]
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1200), hard))
+    held = []
+    try:
+        while not held or held[-1] < 1100:
+            held.append(os.open(os.devnull, os.O_RDONLY))
+        with Pool(2, min_bytes=0) as pool:
+            outcomes = list(pool(_away_slowly, Job(), items, 2))
+    finally:
+        for fd in held:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert [o.path for o in outcomes] == [path for path, _ in items]

@@ -538,7 +538,13 @@ class Pool:
             import select
 
             fds = [w.inbox.fd for w in busy if w.pid in waiting]
-            select.select(fds, [], [])
+            if hasattr(select, "poll"):  # any descriptor (select: below FD_SETSIZE only)
+                poller = select.poll()
+                for fd in fds:
+                    poller.register(fd, select.POLLIN)
+                poller.poll()
+            else:  # pragma: no cover - no poll
+                select.select(fds, [], [])
 
 
 def _size(path: str) -> int:
