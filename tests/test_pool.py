@@ -335,3 +335,41 @@ def test_workers_whose_pipes_are_numbered_past_1024_are_waited_on(tmp_path: Path
             os.close(fd)
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
     assert [o.path for o in outcomes] == [path for path, _ in items]
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts open files in /proc")
+def test_ctrl_c_while_the_workers_are_forked_leaves_nothing_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C between two forks (a long-lived process: ``--watch``, a host calling ``main``):
+    the worker already forked ends, no pipe stays open, the collector is unfrozen."""
+    import gc
+
+    real, started = os.fork, []
+
+    def fork() -> int:
+        if started:
+            raise KeyboardInterrupt
+        pid = real()
+        if pid:
+            started.append(pid)
+        return pid
+
+    items = _files(tmp_path, [300, 200, 100, 90])
+    open_before = len(os.listdir("/proc/self/fd"))
+    monkeypatch.setattr(os, "fork", fork)
+    with pytest.raises(KeyboardInterrupt), Pool(3, min_bytes=0) as pool:
+        list(pool(_whose, Job(), items, 3))
+    assert gc.get_freeze_count() == 0
+    assert len(os.listdir("/proc/self/fd")) == open_before
+
+    def ended(pid: int) -> bool:
+        try:
+            return os.waitpid(pid, os.WNOHANG) != (0, 0)
+        except ChildProcessError:  # reaped already
+            return True
+
+    deadline = time.monotonic() + 30
+    while not ended(started[0]) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert ended(started[0])

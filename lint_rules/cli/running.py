@@ -373,9 +373,14 @@ class Pool:
             # What is alive now is shared with the workers: the collector leaves it alone, so
             # that neither process copies its pages only to mark them (unfrozen at the end).
             gc.freeze()
-            self._workers = workers.fork_workers(
-                self.workers - 1, self._tickets, init, _remote_task
-            )
+            try:
+                self._workers = workers.fork_workers(
+                    self.workers - 1, self._tickets, init, _remote_task
+                )
+            except BaseException:  # Ctrl-C: nothing held past the run
+                self._workers = []
+                self._close()
+                raise
             reaping = _reaped(self)
             reaping.__enter__()
             self._reaping = reaping

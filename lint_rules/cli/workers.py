@@ -216,10 +216,16 @@ def fork_workers(
             fds += pipe()
             fds += pipe()
             pid = os.fork()
-        except OSError:  # EMFILE, EAGAIN, ENOMEM: no more workers
+        except BaseException as error:  # EMFILE, EAGAIN, ENOMEM: no more workers
             for fd in fds:
                 os.close(fd)
-            break
+            if isinstance(error, OSError):
+                break
+            for worker in workers:  # Ctrl-C: those forked end (their task pipe closes)
+                worker.close()
+                with contextlib.suppress(OSError):
+                    os.waitpid(worker.pid, 0)
+            raise
         task_read, task_write, result_read, result_write = fds
         if pid == 0:  # the worker: never returns
             code = 0
