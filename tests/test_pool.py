@@ -373,3 +373,39 @@ def test_ctrl_c_while_the_workers_are_forked_leaves_nothing_behind(
     while not ended(started[0]) and time.monotonic() < deadline:
         time.sleep(0.02)
     assert ended(started[0])
+
+
+def test_a_queue_whose_size_cannot_be_asked_never_blocks_this_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where a pipe's size cannot be asked (``F_GETPIPE_SZ``: Linux only) and the pipe holds
+    less than 64 KB (macOS starts at 16 KB), the tickets of a parse are written a pipe's worth
+    at a time all the same: this process never waits to write them while no worker reads."""
+    import fcntl
+    import signal
+
+    real = fcntl.fcntl
+
+    def fcntl_(fd: int, command: int, arg: int = 0) -> Any:
+        if command == getattr(fcntl, "F_GETPIPE_SZ", 1032):
+            raise OSError("not asked here")
+        if command == getattr(fcntl, "F_SETPIPE_SZ", 1031):
+            return real(fd, command, 4096)  # a small pipe
+        return real(fd, command, arg)
+
+    def stuck(signum: int, frame: Any) -> None:
+        raise TimeoutError("this process waits to write tickets that no one reads")
+
+    items = [(str(tmp_path / f"m{n}.py"), None) for n in range(1100)]
+    for path, _ in items:
+        Path(path).write_text("#")
+    monkeypatch.setattr(fcntl, "fcntl", fcntl_)
+    previous = signal.signal(signal.SIGALRM, stuck)
+    signal.alarm(60)  # not a timing: what would otherwise hang for ever fails
+    try:
+        with Pool(2, min_bytes=0) as pool:
+            outcomes = list(pool(_whose, Job(), items, 2))
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    assert [o.path for o in outcomes] == [path for path, _ in items]

@@ -49,13 +49,16 @@ def pipe() -> tuple[int, int]:
 
 
 def capacity(fd: int) -> int:
-    """The bytes the pipe of ``fd`` holds (64 KB where that cannot be asked)."""
+    """The bytes the pipe of ``fd`` holds; where that cannot be asked, ``PIPE_BUF``, which
+    every pipe holds (macOS's start at 16 KB, not Linux's 64 KB: more would block here)."""
     try:
         import fcntl
 
         return int(fcntl.fcntl(fd, getattr(fcntl, "F_GETPIPE_SZ", 1032)))
     except (OSError, ImportError):  # pragma: no cover - not Linux
-        return 1 << 16
+        import select
+
+        return int(getattr(select, "PIPE_BUF", 512))
 
 
 def write_all(fd: int, data: bytes) -> None:
