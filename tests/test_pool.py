@@ -255,6 +255,9 @@ def test_a_fork_that_fails_leaves_fewer_workers_and_nothing_held(
     collector unfrozen."""
     import gc
 
+    from lint_rules.analysis.filework import rejudge_kept
+    from lint_rules.settings import Settings
+
     real, started = os.fork, []
 
     def fork() -> int:
@@ -272,7 +275,10 @@ def test_a_fork_that_fails_leaves_fewer_workers_and_nothing_held(
     with Pool(3, min_bytes=0) as pool:
         outcomes = list(pool(_whose, Job(), items, 3))
         assert pool.pids() == started
+        kept = [(path, Settings(), None) for path, _ in items]  # a cross-file run's next pass
+        again = list(pool(rejudge_kept, Job(), kept, 3))
     assert [o.path for o in outcomes] == [path for path, _ in items]
+    assert [o.path for o in again] == [path for path, _ in items]
     assert gc.get_freeze_count() == 0
     assert len(os.listdir("/proc/self/fd")) == open_before
 

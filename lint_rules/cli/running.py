@@ -391,7 +391,7 @@ class Pool:
     ) -> Iterator[Outcome]:
         """Each item's outcome, in order (``analysis.run.Parse``)."""
         task = functools.partial(_task, work, job)
-        if work is rejudge_kept and self._workers is not None:
+        if work is rejudge_kept and self._workers:  # (none: every fork was refused)
             yield from self._serve(job, work, items, self._workers, kept=True)
             return
         helpers = min(workers, self.workers) - 1 if hasattr(os, "fork") else 0  # not Windows
