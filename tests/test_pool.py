@@ -415,3 +415,40 @@ def test_a_queue_whose_size_cannot_be_asked_never_blocks_this_process(
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
     assert [o.path for o in outcomes] == [path for path, _ in items]
+
+
+def test_the_next_project_gets_the_cache_lock_the_workers_inherited(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pool forks while a project's cache lock is held (``store.run_once``): the workers
+    share its descriptor, so closing it here alone would not let the lock go, and the next
+    project of the run would wait for it (``LOCK_WAIT_S``, 300 s; 0 here: not got)."""
+    from helpers import run_in_process
+
+    from lint_rules.analysis import store
+
+    source = (
+        "import transformer_engine.pytorch as te\n\n\nclass Block:\n"
+        "    def __init__(self):\n        self.fc = te.Linear(16, 16)\n\n"
+        "    def forward(self, x):\n        return self.fc(x, is_first_microbatch=True)\n"
+    )
+    for root in ("A", "B"):
+        package = tmp_path / root / f"p{root.lower()}"
+        package.mkdir(parents=True)
+        (tmp_path / root / "pyproject.toml").write_text(f'[project]\nname = "{root}"\n')
+        (package / "__init__.py").write_text("")
+        for n in range(3):
+            (package / f"m{n}.py").write_text(source)
+    got: list[int | None] = []
+    real = store._lock
+    monkeypatch.setattr(store, "LOCK_WAIT_S", 0.0)
+    monkeypatch.setattr(store, "_lock", lambda d, p: got.append(real(d, p)) or got[-1])
+    cache = str(tmp_path / "cache")
+    args = ["check", "--cache-dir", cache, "--output-format", "json", "A", "B"]
+    pooled = run_in_process([*args, "-j", "2"], tmp_path)
+    assert len(got) >= 2 and None not in got
+    import json
+
+    named = {f"{r}/p{r.lower()}/m{n}.py" for r in ("A", "B") for n in range(3)}
+    assert pooled.returncode == 1
+    assert {finding["path"] for finding in json.loads(pooled.stdout)} == named
