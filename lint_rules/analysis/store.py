@@ -184,8 +184,12 @@ class ResultCache:
             self.save()
         finally:
             self._held = 0
-            if handle is not None:
-                os.close(handle)  # releases the lock
+            if handle is not None:  # let go first: a worker forked meanwhile shares it
+                with contextlib.suppress(OSError, ImportError):
+                    import fcntl
+
+                    fcntl.flock(handle, fcntl.LOCK_UN)
+                os.close(handle)
 
     def known(self, path: str) -> Any:
         """What the index knows of the bytes of the file at ``path`` (``plan.Known``), when

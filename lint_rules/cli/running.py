@@ -373,9 +373,14 @@ class Pool:
             # What is alive now is shared with the workers: the collector leaves it alone, so
             # that neither process copies its pages only to mark them (unfrozen at the end).
             gc.freeze()
-            self._workers = workers.fork_workers(
-                self.workers - 1, self._tickets, init, _remote_task
-            )
+            try:
+                self._workers = workers.fork_workers(
+                    self.workers - 1, self._tickets, init, _remote_task
+                )
+            except BaseException:  # Ctrl-C: nothing held past the run
+                self._workers = []
+                self._close()
+                raise
             reaping = _reaped(self)
             reaping.__enter__()
             self._reaping = reaping
@@ -386,7 +391,7 @@ class Pool:
     ) -> Iterator[Outcome]:
         """Each item's outcome, in order (``analysis.run.Parse``)."""
         task = functools.partial(_task, work, job)
-        if work is rejudge_kept and self._workers is not None:
+        if work is rejudge_kept and self._workers:  # (none: every fork was refused)
             yield from self._serve(job, work, items, self._workers, kept=True)
             return
         helpers = min(workers, self.workers) - 1 if hasattr(os, "fork") else 0  # not Windows
@@ -430,8 +435,7 @@ class Pool:
                 given[keeper if keeper < len(chosen) else 0].append(place)
             busy = []
             for n, places in given.items():
-                if places and chosen[n].alive:
-                    pipes.send(chosen[n].tasks, (call, work, job, items, places))
+                if places and chosen[n].alive and chosen[n].give((call, work, job, items, places)):
                     busy.append(chosen[n])
                 else:
                     mine.extend(places)
@@ -440,13 +444,13 @@ class Pool:
             order = sorted(range(len(items)), key=lambda n: -sizes[n])
             busy = [worker for worker in chosen if worker.alive]
             if busy:
-                mine.append(order[0])
                 tickets = b"".join(pipes.TICKET.pack(n) for n in order[1:])
                 pipes.write_all(self._tickets[1], tickets)  # before the call: none is missed
-                for worker in busy:
-                    pipes.send(worker.tasks, (call, work, job, items, None))
-            else:
-                mine = order
+                busy = [w for w in busy if w.give((call, work, job, items, None))]
+                if not busy:  # none could take the call: its tickets are this process's
+                    while pipes.draw(self._tickets[0]) is not None:
+                        pass
+            mine = order[:1] if busy else order
         waiting = {worker.pid for worker in busy}
         try:
             yield from self._collect(call, work, job, items, results, mine, busy, waiting)
@@ -539,7 +543,13 @@ class Pool:
             import select
 
             fds = [w.inbox.fd for w in busy if w.pid in waiting]
-            select.select(fds, [], [])
+            if hasattr(select, "poll"):  # any descriptor (select: below FD_SETSIZE only)
+                poller = select.poll()
+                for fd in fds:
+                    poller.register(fd, select.POLLIN)
+                poller.poll()
+            else:  # pragma: no cover - no poll
+                select.select(fds, [], [])
 
 
 def _size(path: str) -> int:

@@ -49,13 +49,16 @@ def pipe() -> tuple[int, int]:
 
 
 def capacity(fd: int) -> int:
-    """The bytes the pipe of ``fd`` holds (64 KB where that cannot be asked)."""
+    """The bytes the pipe of ``fd`` holds; where that cannot be asked, ``PIPE_BUF``, which
+    every pipe holds (macOS's start at 16 KB, not Linux's 64 KB: more would block here)."""
     try:
         import fcntl
 
         return int(fcntl.fcntl(fd, getattr(fcntl, "F_GETPIPE_SZ", 1032)))
     except (OSError, ImportError):  # pragma: no cover - not Linux
-        return 1 << 16
+        import select
+
+        return int(getattr(select, "PIPE_BUF", 512))
 
 
 def write_all(fd: int, data: bytes) -> None:
@@ -178,6 +181,16 @@ class Worker:
         self.inbox = inbox
         self.alive = True
 
+    def give(self, message: Any) -> bool:
+        """Send it a call; False when it cannot take one (its task pipe is closed: it died,
+        between calls as well), and it is then no longer alive."""
+        try:
+            send(self.tasks, message)
+        except OSError:  # EPIPE: its files are judged by the run's process
+            self.alive = False
+            return False
+        return True
+
     def close(self) -> None:
         """Close both pipes (once)."""
         for fd in (self.tasks, self.inbox.fd):
@@ -191,7 +204,9 @@ def fork_workers(
     count: int, ticket_pipe: tuple[int, int], init: Callable[[], None], judge: Any
 ) -> list[Worker]:
     """``count`` workers, each running ``init`` then ``serve``; a worker that fails at its
-    start simply ends (its calls are then judged by the run's process)."""
+    start simply ends (its calls are then judged by the run's process). Fewer when the system
+    refuses a fork or a pipe (a process limit, memory, ``ulimit -n``): the run goes on with
+    those it has."""
     import sys
 
     for stream in (sys.stdout, sys.stderr):  # nothing buffered here is written twice
@@ -199,9 +214,22 @@ def fork_workers(
             stream.flush()
     workers: list[Worker] = []
     for _ in range(count):
-        task_read, task_write = pipe()
-        result_read, result_write = pipe()
-        pid = os.fork()
+        fds: list[int] = []
+        try:
+            fds += pipe()
+            fds += pipe()
+            pid = os.fork()
+        except BaseException as error:  # EMFILE, EAGAIN, ENOMEM: no more workers
+            for fd in fds:
+                os.close(fd)
+            if isinstance(error, OSError):
+                break
+            for worker in workers:  # Ctrl-C: those forked end (their task pipe closes)
+                worker.close()
+                with contextlib.suppress(OSError):
+                    os.waitpid(worker.pid, 0)
+            raise
+        task_read, task_write, result_read, result_write = fds
         if pid == 0:  # the worker: never returns
             code = 0
             try:
