@@ -363,7 +363,7 @@ class Pool:
             import gc
             import importlib
 
-            from lint_rules.cli import workers
+            import lint_rules.cli.workers as workers
 
             for name in PRELOAD:
                 importlib.import_module(name)
@@ -421,7 +421,7 @@ class Pool:
         first, this process the largest; with ``kept``, each item whose first analysis a
         worker kept goes to that worker, the others to the first worker (never here, where it
         would be analysed in full)."""
-        from lint_rules.cli import workers as pipes
+        import lint_rules.cli.workers as pipes
 
         self._calls += 1
         call = self._calls
@@ -473,7 +473,7 @@ class Pool:
         busy: list[Any],
         waiting: set[int],
     ) -> Iterator[Outcome]:
-        from lint_rules.cli import workers as pipes
+        import lint_rules.cli.workers as pipes
 
         task = functools.partial(_task, work, job)
         given = 0
