@@ -19,13 +19,18 @@ def _whose(job: Job, path: str, settings: Any, source: Any = None, project: Any 
     return Outcome(path, error=str(os.getpid()))
 
 
-def _files(folder: Path, sizes: list[int]) -> list[tuple[str, None]]:
+def _files(folder: Path, sizes: list[int], settings: Any = None) -> list[tuple[str, Any]]:
     items = []
     for index, size in enumerate(sizes):
         path = folder / f"m{index}.py"
         path.write_text("#" * size)
-        items.append((str(path), None))
+        items.append((str(path), settings))
     return items
+
+
+def _open_files() -> int:
+    """How many descriptors this process holds (Linux: ``/proc/self/fd``)."""
+    return len(os.listdir("/proc/self/fd"))
 
 
 def _worker_first(
@@ -114,7 +119,7 @@ def test_no_file_waits_for_a_busy_worker(tmp_path: Path) -> None:
     """Every process draws the next file from one queue when it is free: a slow worker holds
     up only the file it began, and this process judges every other one."""
     here = os.getpid()
-    items = [(path, here) for path, _ in _files(tmp_path, [300, 200, 100, 90, 80, 70, 60, 50])]
+    items = _files(tmp_path, [300, 200, 100, 90, 80, 70, 60, 50], here)
     with Pool(2, min_bytes=0) as pool:
         outcomes = list(pool(_slow_away, Job(), items, 2))
     assert [o.path for o in outcomes] == [path for path, _ in items]
@@ -134,7 +139,7 @@ def _dies_away(
 
 def test_the_files_of_a_worker_that_died_are_judged_here(tmp_path: Path) -> None:
     here = os.getpid()
-    items = [(path, here) for path, _ in _files(tmp_path, [300, 200, 100, 90])]
+    items = _files(tmp_path, [300, 200, 100, 90], here)
     with Pool(2, min_bytes=0) as pool:
         outcomes = list(pool(_dies_away, Job(), items, 2))
         again = list(pool(_dies_away, Job(), items, 2))  # no worker left: all here
@@ -228,7 +233,7 @@ def test_a_worker_that_died_between_parses_leaves_the_next_one_here(
     from lint_rules.settings import Settings
 
     here = os.getpid()
-    items = [(path, here) for path, _ in _files(tmp_path, [300, 200, 100, 90])]
+    items = _files(tmp_path, [300, 200, 100, 90], here)
     with Pool(2, min_bytes=0) as pool:
         list(pool(_whose, Job(), items, 2))
         (pid,) = pool.pids()
@@ -269,8 +274,8 @@ def test_a_fork_that_fails_leaves_fewer_workers_and_nothing_held(
         return pid
 
     here = os.getpid()
-    items = [(path, here) for path, _ in _files(tmp_path, [300, 200, 100, 90])]
-    open_before = len(os.listdir("/proc/self/fd"))
+    items = _files(tmp_path, [300, 200, 100, 90], here)
+    open_before = _open_files()
     monkeypatch.setattr(os, "fork", fork)
     with Pool(3, min_bytes=0) as pool:
         outcomes = list(pool(_whose, Job(), items, 3))
@@ -280,7 +285,7 @@ def test_a_fork_that_fails_leaves_fewer_workers_and_nothing_held(
     assert [o.path for o in outcomes] == [path for path, _ in items]
     assert [o.path for o in again] == [path for path, _ in items]
     assert gc.get_freeze_count() == 0
-    assert len(os.listdir("/proc/self/fd")) == open_before
+    assert _open_files() == open_before
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts open files in /proc")
@@ -300,14 +305,14 @@ def test_too_many_open_files_leaves_fewer_workers(
         return real()
 
     here = os.getpid()
-    items = [(path, here) for path, _ in _files(tmp_path, [300, 200, 100, 90])]
-    open_before = len(os.listdir("/proc/self/fd"))
+    items = _files(tmp_path, [300, 200, 100, 90], here)
+    open_before = _open_files()
     monkeypatch.setattr(os, "pipe", pipe)
     with Pool(3, min_bytes=0) as pool:
         outcomes = list(pool(_whose, Job(), items, 3))
         assert len(pool.pids()) == 1
     assert [o.path for o in outcomes] == [path for path, _ in items]
-    assert len(os.listdir("/proc/self/fd")) == open_before
+    assert _open_files() == open_before
 
 
 def _away_slowly(
@@ -328,7 +333,7 @@ def test_workers_whose_pipes_are_numbered_past_1024_are_waited_on(tmp_path: Path
     if hard != resource.RLIM_INFINITY and hard < 1200:
         pytest.skip("cannot open 1100 files")
     here = os.getpid()
-    items = [(path, here) for path, _ in _files(tmp_path, [300, 200, 100, 90])]
+    items = _files(tmp_path, [300, 200, 100, 90], here)
     resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1200), hard))
     held = []
     try:
@@ -362,12 +367,12 @@ def test_ctrl_c_while_the_workers_are_forked_leaves_nothing_behind(
         return pid
 
     items = _files(tmp_path, [300, 200, 100, 90])
-    open_before = len(os.listdir("/proc/self/fd"))
+    open_before = _open_files()
     monkeypatch.setattr(os, "fork", fork)
     with pytest.raises(KeyboardInterrupt), Pool(3, min_bytes=0) as pool:
         list(pool(_whose, Job(), items, 3))
     assert gc.get_freeze_count() == 0
-    assert len(os.listdir("/proc/self/fd")) == open_before
+    assert _open_files() == open_before
 
     def ended(pid: int) -> bool:
         try:
