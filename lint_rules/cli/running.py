@@ -448,16 +448,14 @@ class Pool:
                 pipes.write_all(self._tickets[1], tickets)  # before the call: none is missed
                 busy = [w for w in busy if w.give((call, work, job, items, None))]
                 if not busy:  # none could take the call: its tickets are this process's
-                    while pipes.draw(self._tickets[0]) is not None:
-                        pass
+                    pipes.drain(self._tickets[0])
             mine = order[:1] if busy else order
         waiting = {worker.pid for worker in busy}
         try:
             yield from self._collect(call, work, job, items, results, mine, busy, waiting)
         except GeneratorExit:  # closed early: the call ends before the next one begins
             if self._tickets is not None and (waiting or len(results) < len(items)):
-                while pipes.draw(self._tickets[0]) is not None:
-                    pass
+                pipes.drain(self._tickets[0])
                 while waiting:
                     self._gather(call, items, results, busy, waiting, block=True)
             raise

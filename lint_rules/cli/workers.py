@@ -67,10 +67,14 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
-def send(fd: int, message: Any) -> None:
-    """One message: its length, then its pickle."""
+def packed(message: Any) -> bytes:
+    """One message as it goes down a pipe: its length, then its pickle."""
     data = pickle.dumps(message, pickle.HIGHEST_PROTOCOL)
-    write_all(fd, HEADER.pack(len(data)) + data)
+    return HEADER.pack(len(data)) + data
+
+
+def send(fd: int, message: Any) -> None:
+    write_all(fd, packed(message))
 
 
 def _read_exactly(fd: int, size: int) -> bytes | None:
@@ -150,6 +154,12 @@ def tickets(fd: int) -> Iterator[int]:
         yield place
 
 
+def drain(fd: int) -> None:
+    """Draw every ticket left: none of them is for a later call."""
+    for _ in tickets(fd):
+        pass
+
+
 def serve(tasks: int, results: int, ticket_fd: int, judge: Callable[[Any, Any, Any], Any]) -> None:
     """A worker's life: each call, the items it is given (``assigned``) or the tickets it
     draws, each judged (``judge(work, job, item)``) and sent back as ``(call, place,
@@ -161,12 +171,10 @@ def serve(tasks: int, results: int, ticket_fd: int, judge: Callable[[Any, Any, A
         call, work, job, items, assigned = message
         for place in assigned if assigned is not None else tickets(ticket_fd):
             try:
-                data = pickle.dumps(
-                    (call, place, judge(work, job, items[place])), pickle.HIGHEST_PROTOCOL
-                )
+                data = packed((call, place, judge(work, job, items[place])))
             except Exception:  # not sent: the run's process judges that file itself
                 continue
-            write_all(results, HEADER.pack(len(data)) + data)
+            write_all(results, data)
         send(results, (call, DONE, None))
 
 
